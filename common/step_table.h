@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// THE STEP TABLE: every step, in order. Tests, benchmark and tour iterate it.
+//
+// A step is a folder stepNN_topic/ whose softmax.cu defines `const softmax::Step& stepNN_topic::step()`
+// (name, lesson, launcher, largest N, traffic model) plus one line below. Targets that include this
+// header link every step's kernel library (CMake's `softmax_all_steps`).
+#pragma once
+
+#include <vector>
+
+#include "common/softmax.h"
+
+#define SOFTMAX_STEP_TABLE(X) \
+  X(step00_naive)             \
+  X(step01_online)
+
+#define SOFTMAX_DECLARE_STEP(name) \
+  namespace name {                 \
+  const softmax::Step& step();     \
+  }
+SOFTMAX_STEP_TABLE(SOFTMAX_DECLARE_STEP)
+#undef SOFTMAX_DECLARE_STEP
+
+namespace softmax {
+
+inline const std::vector<Step>& all_steps() {
+#define SOFTMAX_STEP_ENTRY(name) name::step(),
+  static const std::vector<Step> table = {SOFTMAX_STEP_TABLE(SOFTMAX_STEP_ENTRY)};
+#undef SOFTMAX_STEP_ENTRY
+  return table;
+}
+
+}  // namespace softmax

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// GPU timing shared by the step programs and the benchmark suite.
+//
+// Method: warm-up launches; then, before every timed launch, L2 is flushed (a write of twice the
+// L2 size followed by a read of it, so the timed kernel starts with a cold L2 holding no dirty
+// lines of the flush); CUDA events recorded on the stream around the launch alone; the median and
+// the minimum over the runs.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <functional>
+
+#include "common/device_buffer.h"
+
+namespace softmax {
+
+inline constexpr int kDefaultRuns = 50;
+inline constexpr int kMinRuns = 20;
+inline constexpr int kWarmupRuns = 3;
+
+struct Timing {
+  double median_ms = 0;
+  double min_ms = 0;
+  int runs = 0;
+};
+
+// Effective bandwidth of a softmax (or copy) of rows x cols floats: one read and one write of
+// every element, 2*M*N*4 bytes, over the time. The yardstick every step is compared by.
+double effective_gbps(int64_t rows, int64_t cols, double ms);
+
+class Timer {
+ public:
+  explicit Timer(cudaStream_t stream = 0);
+  ~Timer();
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+  // Times `enqueue(stream)`, which must only enqueue work on the stream.
+  Timing time(const std::function<void(cudaStream_t)>& enqueue, int runs = kDefaultRuns);
+
+  // A device-to-device cudaMemcpyAsync of `bytes`, timed the same way: the ceiling to compare by.
+  Timing time_memcpy(void* dst, const void* src, size_t bytes, int runs = kDefaultRuns);
+
+  // Evicts L2 (enqueued on the stream). Public so profiling tools can use the same flush.
+  void flush_l2();
+
+ private:
+  cudaStream_t stream_;
+  DeviceBuffer<unsigned char> flush_;
+  DeviceBuffer<float> sink_;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  unsigned flush_count_ = 0;
+};
+
+}  // namespace softmax
