@@ -65,7 +65,6 @@ struct Context {
 
 void report(benchmark::State& state, const Measurement& m, const std::string& label) {
   state.SetIterationTime(m.kernel.median_ms * 1e-3);
-  state.SetBytesProcessed(int64_t(2) * m.rows * m.cols * int64_t(sizeof(float)) * state.iterations());
   state.SetLabel(label);
   state.counters["M"] = m.rows;
   state.counters["N"] = m.cols;
@@ -75,6 +74,12 @@ void report(benchmark::State& state, const Measurement& m, const std::string& la
   state.counters["median_us"] = m.kernel.median_ms * 1e3;
   state.counters["min_us"] = m.kernel.min_ms * 1e3;
   state.counters["model_bytes"] = m.model_bytes;
+}
+
+// After the loop, where state.iterations() counts the finished iteration: bytes_per_second is
+// then 2*M*N*4 / median time, the effective bandwidth.
+void set_bytes(benchmark::State& state, int cols) {
+  state.SetBytesProcessed(int64_t(2) * kRows * cols * int64_t(sizeof(float)) * state.iterations());
 }
 
 void bench_step(benchmark::State& state, Context* ctx, Step step, int cols) {
@@ -87,6 +92,7 @@ void bench_step(benchmark::State& state, Context* ctx, Step step, int cols) {
       return;
     }
   }
+  set_bytes(state, cols);
 }
 
 void bench_memcpy(benchmark::State& state, Context* ctx, int cols) {
@@ -100,6 +106,7 @@ void bench_memcpy(benchmark::State& state, Context* ctx, int cols) {
     m.model_bytes = softmax::kIdealTraffic.bytes(kRows, cols);
     report(state, m, "memcpy");
   }
+  set_bytes(state, cols);
 }
 
 template <typename Fn>

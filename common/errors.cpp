@@ -28,7 +28,7 @@ void check_launch_args(const char* step, const float* x, const float* y, int row
     msg << "cols must be >= 1 (got " << cols << ")";
   } else if (cols > max_cols) {
     msg << "cols = " << cols << " exceeds this step's limit of " << max_cols
-        << " on this device (the row must fit in shared memory)";
+        << " on this device";
   } else {
     return;
   }

@@ -6,6 +6,12 @@
 // Mapping:  grid-stride over rows, blockDim = 128; thread -> one whole row.
 // Traffic:  reads 3 per element (one per pass), writes 1 per element: 16*M*N bytes modeled,
 //           twice the fused ideal of 8*M*N.
+// Accuracy: one thread adds all N terms of the sum. In float, terms smaller than half an ulp of
+//           the running sum round away systematically, and from a few thousand columns on the
+//           relative error of the sum passes the 1e-5 tolerance on this repository's inputs
+//           (one planted peak makes most terms tiny). So the sum is accumulated in double; the
+//           exp() terms stay float. From step02 on the sum is split over 32+ partial sums and
+//           float is enough.
 // Limit:    neighbouring threads read addresses N*4 bytes apart, so no load coalesces, and only
 //           M threads exist (4096 rows = 128 warps for 132 SMs): latency-bound. step01 removes one
 //           of the three passes; step02 fixes the mapping.
@@ -29,13 +35,13 @@ __global__ void softmax_kernel(const float* __restrict__ x, float* __restrict__ 
     float max_val = -INFINITY;
     for (int c = 0; c < cols; ++c) max_val = fmaxf(max_val, in[c]);
 
-    // Pass 2: the normaliser.
-    float sum = 0.f;
+    // Pass 2: the normaliser (accumulated in double: see the header).
+    double sum = 0.0;
     for (int c = 0; c < cols; ++c) sum += expf(in[c] - max_val);
 
     // Pass 3: normalise. exp() is recomputed rather than stored: storing it would cost a write
     // and a read per element, more than the arithmetic.
-    const float inv_sum = 1.f / sum;
+    const float inv_sum = static_cast<float>(1.0 / sum);
     for (int c = 0; c < cols; ++c) out[c] = expf(in[c] - max_val) * inv_sum;
   }
 }

@@ -7,6 +7,7 @@
 //   calculation for softmax"). The normalise pass is unchanged.
 // Mapping:  grid-stride over rows, blockDim = 128; thread -> one whole row (as step00).
 // Traffic:  reads 2 per element, writes 1: 12*M*N bytes modeled (step00: 16*M*N).
+// Accuracy: as in step00, one thread adds all N terms, so the running sum is kept in double.
 // Limit:    still one thread per row: uncoalesced loads and only M threads. step02 gives each
 //           row a whole warp.
 // Run:      ./build/step01_online/step01_online      (--help for options)
@@ -20,7 +21,7 @@ constexpr int kThreads = 128;
 // Folds one element into the running (max, sum). A -inf element contributes exactly 0 whatever
 // the max, so it is skipped: folding it while the max is still -inf would compute
 // exp(-inf - -inf) = NaN and poison a row that torch.softmax handles.
-__device__ __forceinline__ void online_update(float& max_val, float& sum, float v) {
+__device__ __forceinline__ void online_update(float& max_val, double& sum, float v) {
   if (v == -INFINITY) return;
   const float new_max = fmaxf(max_val, v);
   sum = sum * expf(max_val - new_max) + expf(v - new_max);
@@ -37,11 +38,11 @@ __global__ void softmax_kernel(const float* __restrict__ x, float* __restrict__ 
     // Pass 1: max and sum together. A NaN input makes the sum NaN (fmaxf skips it, expf does
     // not), and a +inf makes it NaN through inf - inf: both rows come out NaN, as in torch.
     float max_val = -INFINITY;
-    float sum = 0.f;
+    double sum = 0.0;  // see step00's header: one thread's sum of N terms needs double
     for (int c = 0; c < cols; ++c) online_update(max_val, sum, in[c]);
 
     // Pass 2: normalise. An all -inf row has max -inf, so exp(NaN) makes it NaN, as in torch.
-    const float inv_sum = 1.f / sum;
+    const float inv_sum = static_cast<float>(1.0 / sum);
     for (int c = 0; c < cols; ++c) out[c] = expf(in[c] - max_val) * inv_sum;
   }
 }
