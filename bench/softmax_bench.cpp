@@ -143,6 +143,8 @@ int main(int argc, char** argv) {
     for (const Step& s : softmax::all_steps()) order += std::string(",") + s.name;
     for (const Step& s : baselines::all()) order += std::string(",") + s.name;
     benchmark::AddCustomContext("implementations", order);
+    for (const Step& s : softmax::all_steps()) benchmark::AddCustomContext(std::string("lesson:") + s.name, s.lesson);
+    for (const Step& s : baselines::all()) benchmark::AddCustomContext(std::string("lesson:") + s.name, s.lesson);
 
     Context ctx;
     for (int cols : full_grid()) add("memcpy", cols, [&ctx, cols](benchmark::State& st) { bench_memcpy(st, &ctx, cols); });
