@@ -12,7 +12,13 @@
 
 #define SOFTMAX_STEP_TABLE(X) \
   X(step00_naive)             \
-  X(step01_online)
+  X(step01_online)            \
+  X(step02_warp)              \
+  X(step03_block)             \
+  X(step04_smem)              \
+  X(step05_vectorized)        \
+  X(step06_warp_shuffle)      \
+  X(step07_persistent)
 
 #define SOFTMAX_DECLARE_STEP(name) \
   namespace name {                 \

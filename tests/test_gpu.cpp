@@ -148,6 +148,16 @@ TEST_P(StepArguments, LimitIsExactOrAbsent) {
                   "exceeds this step's limit of " + std::to_string(limit));
 }
 
+// A step's traffic model may depend on the device (step07 switches paths at the shared-memory
+// size), hence a GPU test. No design moves fewer bytes than the fused ideal.
+TEST_P(StepArguments, TrafficModelIsAtLeastTheIdeal) {
+  const Step& step = GetParam();
+  for (int cols : {1, 3, 781, 4096, 16384, 1 << 16, 1 << 20}) {
+    if (cols > step.max_cols()) continue;
+    EXPECT_GE(step.traffic(cols).bytes(64, cols), kIdealTraffic.bytes(64, cols)) << cols;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllSteps, StepArguments, ::testing::ValuesIn(all_steps()),
                          [](const ::testing::TestParamInfo<Step>& info) {
                            return std::string(info.param.name);

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: MIT
+// step06_warp_shuffle as a standalone program: verify on 1823x781, then the bandwidth sweep (--help for options).
+#include "common/program.h"
+#include "common/softmax.h"
+
+namespace step06_warp_shuffle {
+const softmax::Step& step();
+}
+
+int main(int argc, char** argv) { return softmax::step_main(argc, argv, step06_warp_shuffle::step()); }

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: MIT
+// step07_persistent: persistent kernels, a mapping sized to the row, rows held in registers.
+//
+// What changed: step06 gives every row one 256-thread block that parks the row in shared memory.
+//   Here the launcher picks the mapping by row length N, and every kernel is persistent: the grid
+//   is at most what the GPU holds at once (SMs x resident blocks per SM, from the occupancy
+//   calculator; fewer when there are fewer rows) and its blocks loop over the rows.
+//   (a) N <= 128:   sub-warp groups; a row gets 1, 2, 4, 8, 16 or 32 lanes, one float4 each, so
+//                   a warp holds 32..1 rows and no lane idles for short rows.
+//   (b) N <= 2048:  a warp per row, held in registers: each lane issues all of its (up to 16)
+//                   float4 loads before using any, the max and the sum go through shuffles, the
+//                   exponentials stay in registers for the store. No shared memory, no barrier,
+//                   one exp per element.
+//   (c) N <= what shared memory holds (58,048 floats on an H100): a block per row (128, 256 or
+//                   512 threads, so that one batch of 8 float4 per thread covers the row up to
+//                   16K), cached in shared memory, reduced by shuffles and one barrier.
+//   (d) longer rows: a block per row in two passes over global memory (online max and sum, then
+//                   normalise), so every N >= 1 works: max_cols() is kNoColLimit.
+//   The float4 versions need cols % 4 == 0 and 16-byte aligned x and y (then every row start is
+//   aligned); otherwise the same mappings run with scalar accesses, (b) up to N = 1024.
+// Mapping:  (a) lane -> float4 of a row, group of g lanes -> row; (b) warp -> row, lane -> float4
+//           lane + 32k; (c), (d) block -> row, thread -> float4 t + kThreads*k. All grid-stride.
+// Traffic:  (a)-(c) read 1 and write 1 per element, 8*M*N bytes, the ideal. (d) reads twice,
+//           12*M*N bytes modeled (rows that long are re-read mostly from L2).
+// Limit:    DRAM bandwidth: with 8*M*N bytes moved and enough loads in flight, the kernel runs
+//           near a device-to-device memcpy of the same size. What is left is fixed cost (launch,
+//           the first load's latency, the last row's tail), which shows at small M*N.
+// Run:      ./build/step07_persistent/step07_persistent   (--help for options)
+#include "common/cuda_check.h"
+#include "common/softmax.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+
+namespace step07_persistent {
+
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+// Paths (a) and (b): 4 independent warps per block; small blocks pack the SMs evenly.
+constexpr int kWarpPathThreads = 128;
+// Path (b): at most 16 float4 (64 floats, 64 registers) per lane, so N <= 2048; the scalar
+// version holds at most 32 floats per lane, so N <= 1024.
+constexpr int kMaxVecPacks = 16;
+constexpr int kMaxScalarPacks = 32;
+// Paths (c) and (d): each thread loads this many items (float4 or float) before using any.
+constexpr int kBatch = 8;
+constexpr int kTwoPassThreads = 512;
+
+// exp(part_max - max_val), the factor that moves a partial sum onto a larger max. Equal maxima
+// give 1 even when both are infinite: two partials that saw only -inf (sum 0) or only NaN
+// (sum NaN) merge to 0 or NaN, never to exp(-inf - -inf) = NaN. A +inf max needs no care: the
+// partial that saw the +inf already has sum NaN (from exp(inf - inf)), and the merge keeps it.
+__device__ __forceinline__ float rescale(float part_max, float max_val) {
+  return part_max == max_val ? 1.f : expf(part_max - max_val);
+}
+
+// Merges the partial (other_max, other_sum) into (max_val, sum). The add is __fadd_rn so the
+// compiler cannot fuse one product into an FMA: merge(a, b) and merge(b, a) then round the same
+// way, and both lanes of a butterfly step end with bit-identical results.
+__device__ __forceinline__ void merge(float& max_val, float& sum, float other_max,
+                                      float other_sum) {
+  const float new_max = fmaxf(max_val, other_max);
+  sum = __fadd_rn(sum * rescale(max_val, new_max), other_sum * rescale(other_max, new_max));
+  max_val = new_max;
+}
+
+// Butterfly: at each step lane l merges with lane l ^ offset, so after log2(32) = 5 steps every
+// lane has merged all 32 partials (a tree reduction would leave the result in lane 0 only and
+// need a broadcast).
+__device__ __forceinline__ void warp_reduce(float& max_val, float& sum) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const float other_max = __shfl_xor_sync(kFullMask, max_val, offset);
+    const float other_sum = __shfl_xor_sync(kFullMask, sum, offset);
+    merge(max_val, sum, other_max, other_sum);
+  }
+}
+
+// step06's block reduction: shuffles within each warp, one pair per warp through shared memory,
+// one barrier, and a second butterfly that leaves the row's pair in every thread. A persistent
+// block reduces once per row, so warp_pairs alternates between two slots by row parity: a warp
+// that races ahead to the next row writes the other slot, never the one a slower warp may still
+// be reading (it cannot get two rows ahead: that needs the next row's barrier, which waits for
+// the slow warp).
+template <int kThreads>
+__device__ __forceinline__ void block_reduce(float& max_val, float& sum, float2* warp_pairs) {
+  constexpr int kWarps = kThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  warp_reduce(max_val, sum);
+  if (lane == 0) warp_pairs[threadIdx.x / kWarpSize] = make_float2(max_val, sum);
+  __syncthreads();
+  const float2 pair = lane < kWarps ? warp_pairs[lane] : make_float2(-INFINITY, 0.f);
+  max_val = pair.x;
+  sum = pair.y;
+  warp_reduce(max_val, sum);
+}
+
+// One item is kVec consecutive floats: a float4 (one 16-byte access) or a single float. The
+// arrays are indexed with compile-time constants only, so they live in registers.
+template <int kVec>
+__device__ __forceinline__ void load_item(const float* p, float (&v)[kVec]) {
+  if constexpr (kVec == 4) {
+    const float4 t = *reinterpret_cast<const float4*>(p);
+    v[0] = t.x;
+    v[1] = t.y;
+    v[2] = t.z;
+    v[3] = t.w;
+  } else {
+    v[0] = *p;
+  }
+}
+
+template <int kVec>
+__device__ __forceinline__ void store_item(float* p, const float (&v)[kVec]) {
+  if constexpr (kVec == 4) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+    *p = v[0];
+  }
+}
+
+// The resident blocks per SM that paths (a) and (b) ask ptxas to allow for: each lane needs a
+// register per float of its share of the row plus about 24 for addresses, indices and sums, out
+// of 64K registers per SM. Left to itself, ptxas picked too small a budget at 12 float4 per
+// lane and spilled; this gives it just enough, and no more, so occupancy stays as high as the
+// row allows.
+constexpr int warp_min_blocks(int floats_per_lane) {
+  const int blocks = 65536 / (kWarpPathThreads * (floats_per_lane + 24));
+  return blocks < 16 ? blocks : 16;
+}
+
+// Paths (a) and (b): a group of kGroup lanes owns a row and holds it in registers, kPacks items
+// per lane; item p of lane l is columns (p*kGroup + l)*kVec onwards, so each pack of the group is
+// one contiguous, coalesced access. The whole row is loaded before any of it is used: kPacks
+// independent loads per lane in flight.
+template <int kGroup, int kPacks, int kVec>
+__global__ void __launch_bounds__(kWarpPathThreads, warp_min_blocks(kPacks * kVec))
+    warp_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+  constexpr int kRowsPerWarp = kWarpSize / kGroup;
+  constexpr int kWarpsPerBlock = kWarpPathThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int group = lane / kGroup;       // which of the warp's rows
+  const int group_lane = lane % kGroup;  // position within that row's group
+
+  // The loop runs over warp-uniform row bases, so all 32 lanes reach every shuffle; a group whose
+  // row is past the end still takes part, padded with -inf, and loads and stores nothing.
+  const int64_t warp_id = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+  const int64_t row_stride = int64_t(gridDim.x) * kWarpsPerBlock * kRowsPerWarp;
+  for (int64_t base = warp_id * kRowsPerWarp; base < rows; base += row_stride) {
+    const int64_t row = base + group;
+    // This lane's first column, and how many columns of the row lie from there on (<= 0 for a
+    // row past the end): pack p is at the compile-time offset p*kGroup*kVec from the first
+    // column and is in the row when that offset is below `remaining`. One base pointer with
+    // constant offsets keeps the address arithmetic out of the registers the row needs.
+    const int first_col = group_lane * kVec;
+    const int remaining = row < rows ? cols - first_col : 0;
+    const float* in = x + static_cast<size_t>(row) * cols + first_col;
+    float* out = y + static_cast<size_t>(row) * cols + first_col;
+
+    // Load the row. With kVec == 4, cols % 4 == 0, so a float4 that starts in the row ends in
+    // it. Padding is -inf: it adds nothing to the max and exp(-inf - max) = 0 to the sum.
+    float v[kPacks][kVec];
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      if (p * kGroup * kVec < remaining) {
+        load_item<kVec>(in + p * kGroup * kVec, v[p]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) v[p][j] = -INFINITY;
+      }
+    }
+
+    // The max first, exactly: the row is in registers, so no online rescaling is needed. fmaxf
+    // skips NaN, but a NaN still reaches the sum through exp below and makes the row NaN.
+    float max_val = -INFINITY;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) max_val = fmaxf(max_val, v[p][j]);
+    }
+#pragma unroll
+    for (int offset = kGroup / 2; offset > 0; offset /= 2)
+      max_val = fmaxf(max_val, __shfl_xor_sync(kFullMask, max_val, offset));
+
+    // exp once per element, kept in place for the store. With max -inf (an all -inf row) this is
+    // exp(NaN): the row comes out NaN, as in torch; a +inf gives exp(inf - inf) = NaN likewise.
+    float sum = 0.f;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        v[p][j] = expf(v[p][j] - max_val);
+        sum += v[p][j];
+      }
+    }
+    // a + b and b + a round alike, so every lane of the group ends with the same sum.
+#pragma unroll
+    for (int offset = kGroup / 2; offset > 0; offset /= 2)
+      sum += __shfl_xor_sync(kFullMask, sum, offset);
+
+    const float inv_sum = 1.f / sum;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      if (p * kGroup * kVec < remaining) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) v[p][j] *= inv_sum;
+        store_item<kVec>(out + p * kGroup * kVec, v[p]);
+      }
+    }
+  }
+}
+
+// Path (c): a block per row, the row cached in shared memory (cols floats). The launch bounds ask
+// for 1024 resident threads per SM (at most 64 registers), so at least two blocks share an SM
+// and one can load while the other waits at its barrier. Thread t owns items
+// t, t + kThreads, ...; it is the only thread that writes or reads them in shared memory, so the
+// cache needs no barrier, not even between rows.
+template <int kThreads, int kVec>
+__global__ void __launch_bounds__(kThreads, 1024 / kThreads)
+    block_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+  __shared__ float2 warp_pairs[2][kThreads / kWarpSize];
+  extern __shared__ __align__(16) float row_cache[];
+  const int tid = threadIdx.x;
+  const int items = cols / kVec;  // exact: kVec == 4 only when cols % 4 == 0
+
+  int parity = 0;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
+    const float* in = x + static_cast<size_t>(row) * cols;
+    float* out = y + static_cast<size_t>(row) * cols;
+
+    // Pass 1, from DRAM: in batches of kBatch items per thread, all loads of a batch issued
+    // before the first is used (one batch covers a row of kThreads * kBatch items, 16K floats at
+    // 512 threads). Each item goes to shared memory, and into the thread's max.
+    // Item first + k*kThreads sits at a compile-time offset from item first, and is in the row
+    // when k*kThreads < items - first: one pointer and one bound per batch, not eight.
+    float max_val = -INFINITY;
+    for (int first = tid; first < items; first += kThreads * kBatch) {
+      const int left = items - first;
+      const float* src = in + static_cast<size_t>(first) * kVec;
+      float* cached = row_cache + static_cast<size_t>(first) * kVec;
+      float v[kBatch][kVec];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        if (k * kThreads < left) load_item<kVec>(src + k * kThreads * kVec, v[k]);
+      }
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        if (k * kThreads < left) {
+          store_item<kVec>(cached + k * kThreads * kVec, v[k]);
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) max_val = fmaxf(max_val, v[k][j]);
+        }
+      }
+    }
+
+    // The thread's sum against its own max, from shared memory. A -inf element adds exactly 0;
+    // it is skipped because with a thread max of -inf it would add exp(-inf - -inf) = NaN.
+    float sum = 0.f;
+    for (int i = tid; i < items; i += kThreads) {
+      float v[kVec];
+      load_item<kVec>(row_cache + static_cast<size_t>(i) * kVec, v);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) sum += v[j] == -INFINITY ? 0.f : expf(v[j] - max_val);
+    }
+
+    // One (max, sum) pair per thread, merged across the block: one barrier per row.
+    block_reduce<kThreads>(max_val, sum, warp_pairs[parity]);
+
+    // Pass 2, from shared memory to DRAM. An all -inf row has max -inf, so exp(NaN) makes it NaN,
+    // as in torch.
+    const float inv_sum = 1.f / sum;
+    for (int i = tid; i < items; i += kThreads) {
+      float v[kVec];
+      load_item<kVec>(row_cache + static_cast<size_t>(i) * kVec, v);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) v[j] = expf(v[j] - max_val) * inv_sum;
+      store_item<kVec>(out + static_cast<size_t>(i) * kVec, v);
+    }
+  }
+}
+
+// Path (d): a block per row too long for shared memory. Pass 1 folds each batch into an online
+// (max, sum); pass 2 reads the row from global memory again (from L2 when it is still there).
+// (Its float4 version needs ~80 registers, so one 512-thread block per SM; its 8 float4 loads
+// per thread still put 64 KB in flight per SM. Forcing two blocks made ptxas spill.)
+template <int kThreads, int kVec>
+__global__ void __launch_bounds__(kThreads)
+    two_pass_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+  __shared__ float2 warp_pairs[2][kThreads / kWarpSize];
+  const int tid = threadIdx.x;
+  // 64-bit item indices: a row this long may hold close to 2^31 floats.
+  const int64_t items = cols / kVec;
+
+  int parity = 0;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
+    const float* in = x + static_cast<size_t>(row) * cols;
+    float* out = y + static_cast<size_t>(row) * cols;
+
+    // Pass 1: a batch's max, its sum against that max, then one merge into the running pair:
+    // two rescaling exps per batch rather than per element. Padding is -inf and, like a -inf
+    // element, is skipped in the sum (exp(-inf - -inf) would be NaN in an all -inf batch).
+    float max_val = -INFINITY;
+    float sum = 0.f;
+    for (int64_t first = tid; first < items; first += kThreads * kBatch) {
+      // As in block_kernel: compile-time offsets from item first, one bound per batch.
+      const int64_t left = items - first;
+      const float* src = in + first * kVec;
+      float v[kBatch][kVec];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        if (k * kThreads < left) {
+          load_item<kVec>(src + k * kThreads * kVec, v[k]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) v[k][j] = -INFINITY;
+        }
+      }
+      float batch_max = -INFINITY;
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) batch_max = fmaxf(batch_max, v[k][j]);
+      }
+      float batch_sum = 0.f;
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j)
+          batch_sum += v[k][j] == -INFINITY ? 0.f : expf(v[k][j] - batch_max);
+      }
+      merge(max_val, sum, batch_max, batch_sum);
+    }
+
+    block_reduce<kThreads>(max_val, sum, warp_pairs[parity]);
+
+    // Pass 2: read again, normalise, store; batched like pass 1 to keep loads in flight.
+    const float inv_sum = 1.f / sum;
+    for (int64_t first = tid; first < items; first += kThreads * kBatch) {
+      const int64_t left = items - first;
+      const float* src = in + first * kVec;
+      float* dst = out + first * kVec;
+      float v[kBatch][kVec];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        if (k * kThreads < left) load_item<kVec>(src + k * kThreads * kVec, v[k]);
+      }
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        if (k * kThreads < left) {
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) v[k][j] = expf(v[k][j] - max_val) * inv_sum;
+          store_item<kVec>(dst + k * kThreads * kVec, v[k]);
+        }
+      }
+    }
+  }
+}
+
+// ---- Host side -------------------------------------------------------------------------------
+
+using KernelFn = void (*)(const float*, float*, int, int);
+
+// What the launcher needs to know about the current device, looked up once per device.
+struct DeviceInfo {
+  int sms = 0;
+  int cache_cols = 0;  // the longest row path (c) can hold in shared memory
+};
+
+// Lets a path (c) kernel use all the opt-in shared memory (the default cap is 48 KB) and
+// lowers cache_cols to what is left of it beside the kernel's static arrays.
+template <int kThreads, int kVec>
+void opt_in_shared_memory(int optin_bytes, int& cache_cols) {
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, block_kernel<kThreads, kVec>));
+  const int dynamic_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
+  CUDA_CHECK(cudaFuncSetAttribute(block_kernel<kThreads, kVec>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
+  cache_cols = std::min(cache_cols, dynamic_bytes / static_cast<int>(sizeof(float)));
+}
+
+const DeviceInfo& device_info() {
+  static std::mutex mutex;
+  static std::unordered_map<int, DeviceInfo> info_by_device;  // references stay valid
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = info_by_device.find(device);
+  if (found != info_by_device.end()) return found->second;
+
+  DeviceInfo info;
+  CUDA_CHECK(cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, device));
+  int optin_bytes = 0;
+  CUDA_CHECK(
+      cudaDeviceGetAttribute(&optin_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  info.cache_cols = softmax::kNoColLimit;
+  opt_in_shared_memory<128, 4>(optin_bytes, info.cache_cols);
+  opt_in_shared_memory<256, 4>(optin_bytes, info.cache_cols);
+  opt_in_shared_memory<512, 4>(optin_bytes, info.cache_cols);
+  opt_in_shared_memory<128, 1>(optin_bytes, info.cache_cols);
+  opt_in_shared_memory<256, 1>(optin_bytes, info.cache_cols);
+  opt_in_shared_memory<512, 1>(optin_bytes, info.cache_cols);
+  return info_by_device.emplace(device, info).first->second;
+}
+
+// Resident blocks per SM for a kernel at a block size and dynamic shared memory, from the
+// occupancy calculator, cached per device (the answer depends on registers, shared memory and
+// the device only).
+int blocks_per_sm(KernelFn kernel, int threads, size_t smem_bytes) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, KernelFn, int, size_t>, int> cache;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  const auto key = std::make_tuple(device, kernel, threads, smem_bytes);
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = cache.find(key);
+  if (found != cache.end()) return found->second;
+  int blocks = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem_bytes));
+  cache.emplace(key, blocks);
+  return blocks;
+}
+
+// The persistent launch: as many blocks as the GPU holds at once, but never more than there
+// are blocks' worth of rows (extra blocks would only find no row and exit).
+void launch_persistent(KernelFn kernel, int threads, size_t smem_bytes, int64_t work_blocks,
+                       const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  const int per_sm = std::max(1, blocks_per_sm(kernel, threads, smem_bytes));
+  const int64_t resident = int64_t(device_info().sms) * per_sm;
+  const auto blocks = static_cast<unsigned>(std::min(resident, work_blocks));
+  kernel<<<blocks, threads, smem_bytes, stream>>>(x, y, rows, cols);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <int kGroup, int kPacks, int kVec>
+void launch_warp(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  constexpr int kRowsPerBlock = kWarpPathThreads / kGroup;
+  const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
+  launch_persistent(warp_kernel<kGroup, kPacks, kVec>, kWarpPathThreads, 0, work_blocks, x, y,
+                    rows, cols, stream);
+}
+
+template <int kThreads, int kVec>
+void launch_block(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  const size_t smem_bytes = static_cast<size_t>(cols) * sizeof(float);
+  launch_persistent(block_kernel<kThreads, kVec>, kThreads, smem_bytes, rows, x, y, rows, cols,
+                    stream);
+}
+
+// Path (a): one item per lane, the group the smallest power of two that covers the row.
+template <int kVec>
+void launch_sub_warp(int items, const float* x, float* y, int rows, int cols,
+                     cudaStream_t stream) {
+  if (items <= 1) return launch_warp<1, 1, kVec>(x, y, rows, cols, stream);
+  if (items <= 2) return launch_warp<2, 1, kVec>(x, y, rows, cols, stream);
+  if (items <= 4) return launch_warp<4, 1, kVec>(x, y, rows, cols, stream);
+  if (items <= 8) return launch_warp<8, 1, kVec>(x, y, rows, cols, stream);
+  if (items <= 16) return launch_warp<16, 1, kVec>(x, y, rows, cols, stream);
+  return launch_warp<32, 1, kVec>(x, y, rows, cols, stream);
+}
+
+// Path (b), float4: every pack count from 2 to 16, so a row wastes at most part of one float4
+// per lane of padding (registers only; padding is never loaded).
+void launch_warp_vec(int packs, const float* x, float* y, int rows, int cols,
+                     cudaStream_t stream) {
+  switch (packs) {
+    case 2: return launch_warp<32, 2, 4>(x, y, rows, cols, stream);
+    case 3: return launch_warp<32, 3, 4>(x, y, rows, cols, stream);
+    case 4: return launch_warp<32, 4, 4>(x, y, rows, cols, stream);
+    case 5: return launch_warp<32, 5, 4>(x, y, rows, cols, stream);
+    case 6: return launch_warp<32, 6, 4>(x, y, rows, cols, stream);
+    case 7: return launch_warp<32, 7, 4>(x, y, rows, cols, stream);
+    case 8: return launch_warp<32, 8, 4>(x, y, rows, cols, stream);
+    case 9: return launch_warp<32, 9, 4>(x, y, rows, cols, stream);
+    case 10: return launch_warp<32, 10, 4>(x, y, rows, cols, stream);
+    case 11: return launch_warp<32, 11, 4>(x, y, rows, cols, stream);
+    case 12: return launch_warp<32, 12, 4>(x, y, rows, cols, stream);
+    case 13: return launch_warp<32, 13, 4>(x, y, rows, cols, stream);
+    case 14: return launch_warp<32, 14, 4>(x, y, rows, cols, stream);
+    case 15: return launch_warp<32, 15, 4>(x, y, rows, cols, stream);
+    default: return launch_warp<32, kMaxVecPacks, 4>(x, y, rows, cols, stream);
+  }
+}
+
+// Path (b), scalar: the fallback for unaligned data; powers of two keep the instantiations few.
+void launch_warp_scalar(int packs, const float* x, float* y, int rows, int cols,
+                        cudaStream_t stream) {
+  if (packs <= 2) return launch_warp<32, 2, 1>(x, y, rows, cols, stream);
+  if (packs <= 4) return launch_warp<32, 4, 1>(x, y, rows, cols, stream);
+  if (packs <= 8) return launch_warp<32, 8, 1>(x, y, rows, cols, stream);
+  if (packs <= 16) return launch_warp<32, 16, 1>(x, y, rows, cols, stream);
+  return launch_warp<32, kMaxScalarPacks, 1>(x, y, rows, cols, stream);
+}
+
+// The dispatch by row length; the thresholds are in the file header.
+template <int kVec>
+void launch_by_length(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  const int items = cols / kVec;
+  constexpr int kMaxPacks = kVec == 4 ? kMaxVecPacks : kMaxScalarPacks;
+  // (a) sub-warp groups, one item per lane.
+  if (items <= kWarpSize) return launch_sub_warp<kVec>(items, x, y, rows, cols, stream);
+  // (b) a warp per row, in registers.
+  if (items <= kWarpSize * kMaxPacks) {
+    const int packs = (items + kWarpSize - 1) / kWarpSize;
+    if constexpr (kVec == 4) {
+      return launch_warp_vec(packs, x, y, rows, cols, stream);
+    } else {
+      return launch_warp_scalar(packs, x, y, rows, cols, stream);
+    }
+  }
+  // (c) a block per row, in shared memory: the smallest block whose one batch covers the row.
+  if (cols <= device_info().cache_cols) {
+    if (items <= 128 * kBatch) return launch_block<128, kVec>(x, y, rows, cols, stream);
+    if (items <= 256 * kBatch) return launch_block<256, kVec>(x, y, rows, cols, stream);
+    return launch_block<512, kVec>(x, y, rows, cols, stream);
+  }
+  // (d) two passes over global memory.
+  launch_persistent(two_pass_kernel<kTwoPassThreads, kVec>, kTwoPassThreads, 0, rows, x, y,
+                    rows, cols, stream);
+}
+
+void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  softmax::check_launch_args("step07_persistent", x, y, rows, cols, softmax::kNoColLimit);
+  // float4 only when every row start is 16-byte aligned: cols % 4 == 0 and x, y aligned.
+  const bool aligned = cols % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  if (aligned) {
+    launch_by_length<4>(x, y, rows, cols, stream);
+  } else {
+    launch_by_length<1>(x, y, rows, cols, stream);
+  }
+}
+
+int max_cols() { return softmax::kNoColLimit; }
+
+// Only path (d), rows longer than shared memory holds, reads the input twice.
+softmax::Traffic traffic(int cols) {
+  if (cols > device_info().cache_cols) return {2, 1, 0, 0};
+  return {1, 1, 0, 0};
+}
+
+const softmax::Step& step() {
+  static const softmax::Step s{"step07_persistent",
+                               "persistent kernels, mapping by row length, rows in registers",
+                               launch, max_cols, traffic};
+  return s;
+}
+
+}  // namespace step07_persistent
