@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
     return softmax::kExitNoGpu;
   }
   try {
+    const softmax::Traffic t = step->traffic(cols);
+    std::printf("model_read_bytes=%.0f model_write_bytes=%.0f\n", t.read_bytes(rows, cols),
+                t.write_bytes(rows, cols));
     const softmax::VerifyResult r =
         softmax::check_step(*step, rows, cols, softmax::InputKind::kNormal, softmax::next_seed());
     std::printf("%s %dx%d: %s\n", step->name, rows, cols, r.report().c_str());
