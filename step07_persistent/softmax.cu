@@ -26,6 +26,8 @@
 //           near a device-to-device memcpy of the same size. What is left is fixed cost (launch,
 //           the first load's latency, the last row's tail), which shows at small M*N.
 // Run:      ./build/step07_persistent/step07_persistent   (--help for options)
+#include <cuda_pipeline_primitives.h>
+
 #include "common/cuda_check.h"
 #include "common/softmax.h"
 
@@ -41,21 +43,50 @@ namespace step07_persistent {
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 // Paths (a) and (b): 4 independent warps per block; small blocks pack the SMs evenly.
-constexpr int kWarpPathThreads = 128;
+#ifndef STEP07_WARP_PATH_THREADS
+#define STEP07_WARP_PATH_THREADS 128
+#endif
+constexpr int kWarpPathThreads = STEP07_WARP_PATH_THREADS;
 // Path (b): at most 16 float4 (64 floats, 64 registers) per lane, so N <= 2048; the scalar
 // version holds at most 32 floats per lane, so N <= 1024.
-constexpr int kMaxVecPacks = 16;
+// STEP07_MAX_VEC_PACKS can be set at compile time to move the (b)/(c) boundary in experiments.
+#ifndef STEP07_MAX_VEC_PACKS
+#define STEP07_MAX_VEC_PACKS 16
+#endif
+constexpr int kMaxVecPacks = STEP07_MAX_VEC_PACKS;
 constexpr int kMaxScalarPacks = 32;
 // Paths (c) and (d): each thread loads this many items (float4 or float) before using any.
 constexpr int kBatch = 8;
 constexpr int kTwoPassThreads = 512;
+// Path (c), float4: float4 per thread held in registers after the shared-memory stage.
+#ifndef STEP07_PIPE_PACKS
+#define STEP07_PIPE_PACKS 8
+#endif
+constexpr int kPipePacks = STEP07_PIPE_PACKS;
+#ifndef STEP07_PIPE_STAGES
+#define STEP07_PIPE_STAGES 2
+#endif
+constexpr int kPipeStages = STEP07_PIPE_STAGES;  // shared-memory buffers per block
+
+// The exponential every path uses. By default the hardware approximation __expf: exp2 of
+// x*log2(e) on the special-function unit, two instructions instead of the dozen or so of an
+// accurate expf. Its error is at most 2 + 1.17*|x| ulp (CUDA programming guide), i.e. under
+// 1e-6 relative where exp(x - max) >= 1e-3 and under 7e-6 down to x = -100, inside the 1e-5
+// tolerance; -inf gives 0 and NaN stays NaN. -DSTEP07_ACCURATE_EXP restores expf.
+__device__ __forceinline__ float exp_(float x) {
+#ifdef STEP07_ACCURATE_EXP
+  return expf(x);
+#else
+  return __expf(x);
+#endif
+}
 
 // exp(part_max - max_val), the factor that moves a partial sum onto a larger max. Equal maxima
 // give 1 even when both are infinite: two partials that saw only -inf (sum 0) or only NaN
 // (sum NaN) merge to 0 or NaN, never to exp(-inf - -inf) = NaN. A +inf max needs no care: the
 // partial that saw the +inf already has sum NaN (from exp(inf - inf)), and the merge keeps it.
 __device__ __forceinline__ float rescale(float part_max, float max_val) {
-  return part_max == max_val ? 1.f : expf(part_max - max_val);
+  return part_max == max_val ? 1.f : exp_(part_max - max_val);
 }
 
 // Merges the partial (other_max, other_sum) into (max_val, sum). The add is __fadd_rn so the
@@ -99,6 +130,15 @@ __device__ __forceinline__ void block_reduce(float& max_val, float& sum, float2*
   warp_reduce(max_val, sum);
 }
 
+// A 16-byte store. STEP07_STREAMING_STORES (an experiment) marks it evict-first in L2 (st.global.cs).
+__device__ __forceinline__ void store4(float4* p, float4 v) {
+#ifdef STEP07_STREAMING_STORES
+  __stcs(p, v);
+#else
+  *p = v;
+#endif
+}
+
 // One item is kVec consecutive floats: a float4 (one 16-byte access) or a single float. The
 // arrays are indexed with compile-time constants only, so they live in registers.
 template <int kVec>
@@ -117,7 +157,7 @@ __device__ __forceinline__ void load_item(const float* p, float (&v)[kVec]) {
 template <int kVec>
 __device__ __forceinline__ void store_item(float* p, const float (&v)[kVec]) {
   if constexpr (kVec == 4) {
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    store4(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
   } else {
     *p = v[0];
   }
@@ -193,7 +233,7 @@ __global__ void __launch_bounds__(kWarpPathThreads, warp_min_blocks(kPacks * kVe
     for (int p = 0; p < kPacks; ++p) {
 #pragma unroll
       for (int j = 0; j < kVec; ++j) {
-        v[p][j] = expf(v[p][j] - max_val);
+        v[p][j] = exp_(v[p][j] - max_val);
         sum += v[p][j];
       }
     }
@@ -264,7 +304,7 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
       float v[kVec];
       load_item<kVec>(row_cache + static_cast<size_t>(i) * kVec, v);
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) sum += v[j] == -INFINITY ? 0.f : expf(v[j] - max_val);
+      for (int j = 0; j < kVec; ++j) sum += v[j] == -INFINITY ? 0.f : exp_(v[j] - max_val);
     }
 
     // One (max, sum) pair per thread, merged across the block: one barrier per row.
@@ -277,9 +317,109 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
       float v[kVec];
       load_item<kVec>(row_cache + static_cast<size_t>(i) * kVec, v);
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) v[j] = expf(v[j] - max_val) * inv_sum;
+      for (int j = 0; j < kVec; ++j) v[j] = exp_(v[j] - max_val) * inv_sum;
       store_item<kVec>(out + static_cast<size_t>(i) * kVec, v);
     }
+  }
+}
+
+// Path (c), float4: a block per row, the rows of a block double-buffered in shared memory. While
+// the block normalises one row, the next one (row + gridDim.x) is already streaming into the other
+// buffer through cp.async (16-byte asynchronous copies global -> shared that bypass registers and
+// L1), so the block has loads in flight all the time, not only at the start of each row. Thread t
+// copies items t, t + kThreads, ... (float4) and is the only thread that reads them back, so the
+// buffers need no barrier: cp.async's wait orders each thread's own copies. From shared memory the
+// thread's items go to registers once (at most kPipePacks float4), and everything after that works
+// on registers: one exp per element, taken against the thread's own max and rescaled at the end.
+template <int kThreads, int kPacks>
+__global__ void __launch_bounds__(kThreads)
+    pipelined_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+  __shared__ float2 warp_pairs[2][kThreads / kWarpSize];
+  extern __shared__ __align__(16) float4 stage[];  // kPipeStages buffers of cols / 4 float4
+  const int tid = threadIdx.x;
+  const int items = cols / 4;
+  const int left = items - tid;  // pack p is in the row when p * kThreads < left
+
+  // Issues this thread's copies of `row` into buffer `buf`, as one commit group.
+  auto prefetch = [&](int64_t row, int buf) {
+    const float4* src = reinterpret_cast<const float4*>(x + static_cast<size_t>(row) * cols) + tid;
+    float4* dst = stage + static_cast<size_t>(buf) * items + tid;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      if (p * kThreads < left) __pipeline_memcpy_async(dst + p * kThreads, src + p * kThreads, 16);
+    }
+    __pipeline_commit();
+  };
+
+  // Prologue: the block's first kPipeStages - 1 rows start streaming in. A missing row still commits
+  // an (empty) group, so that group k always belongs to the block's k-th row.
+#pragma unroll
+  for (int s = 0; s < kPipeStages - 1; ++s) {
+    const int64_t row = blockIdx.x + int64_t(s) * gridDim.x;
+    if (row < rows) {
+      prefetch(row, s);
+    } else {
+      __pipeline_commit();
+    }
+  }
+  int buf = 0, parity = 0;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
+    // Start the row kPipeStages - 1 ahead into the buffer the previous row used, then wait for this
+    // row: "all but the newest kPipeStages - 1 groups have landed".
+    const int64_t ahead = row + int64_t(kPipeStages - 1) * gridDim.x;
+    const int ahead_buf = buf == 0 ? kPipeStages - 1 : buf - 1;
+    if (ahead < rows) {
+      prefetch(ahead, ahead_buf);
+    } else {
+      __pipeline_commit();
+    }
+    __pipeline_wait_prior(kPipeStages - 1);
+
+    const float4* cached = stage + static_cast<size_t>(buf) * items + tid;
+    float v[kPacks][4];
+    float max_val = -INFINITY;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      if (p * kThreads < left) {
+        const float4 t = cached[p * kThreads];
+        v[p][0] = t.x;
+        v[p][1] = t.y;
+        v[p][2] = t.z;
+        v[p][3] = t.w;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[p][j] = -INFINITY;
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) max_val = fmaxf(max_val, v[p][j]);
+    }
+
+    // exp against the thread's own max, kept for the store. A -inf item (padding too) gives 0
+    // without exp: with a thread max of -inf, exp(-inf - -inf) would be NaN. A NaN still reaches
+    // the sum through exp, a +inf through exp(inf - inf): both rows come out NaN, as in torch.
+    float sum = 0.f;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        v[p][j] = v[p][j] == -INFINITY ? 0.f : exp_(v[p][j] - max_val);
+        sum += v[p][j];
+      }
+    }
+    const float thread_max = max_val;
+    block_reduce<kThreads>(max_val, sum, warp_pairs[parity]);
+
+    // exp(v - m_t) * exp(m_t - M) / S = exp(v - M) / S. A row of only -inf has S = 0 and every
+    // v = 0: 0 * inf = NaN, as in torch.
+    const float scale = rescale(thread_max, max_val) / sum;
+    float4* out = reinterpret_cast<float4*>(y + static_cast<size_t>(row) * cols) + tid;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      if (p * kThreads < left)
+        store4(out + p * kThreads, make_float4(v[p][0] * scale, v[p][1] * scale,
+                                               v[p][2] * scale, v[p][3] * scale));
+    }
+    buf = buf + 1 == kPipeStages ? 0 : buf + 1;
   }
 }
 
@@ -330,7 +470,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int k = 0; k < kBatch; ++k) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j)
-          batch_sum += v[k][j] == -INFINITY ? 0.f : expf(v[k][j] - batch_max);
+          batch_sum += v[k][j] == -INFINITY ? 0.f : exp_(v[k][j] - batch_max);
       }
       merge(max_val, sum, batch_max, batch_sum);
     }
@@ -352,7 +492,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int k = 0; k < kBatch; ++k) {
         if (k * kThreads < left) {
 #pragma unroll
-          for (int j = 0; j < kVec; ++j) v[k][j] = expf(v[k][j] - max_val) * inv_sum;
+          for (int j = 0; j < kVec; ++j) v[k][j] = exp_(v[k][j] - max_val) * inv_sum;
           store_item<kVec>(dst + k * kThreads * kVec, v[k]);
         }
       }
@@ -368,6 +508,7 @@ using KernelFn = void (*)(const float*, float*, int, int);
 struct DeviceInfo {
   int sms = 0;
   int cache_cols = 0;  // the longest row path (c) can hold in shared memory
+  int pipe_cols = 0;   // the longest row whose two buffers fit (the pipelined float4 version)
 };
 
 // Lets a path (c) kernel use all the opt-in shared memory (the default cap is 48 KB) and
@@ -380,6 +521,26 @@ void opt_in_shared_memory(int optin_bytes, int& cache_cols) {
   CUDA_CHECK(cudaFuncSetAttribute(block_kernel<kThreads, kVec>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
   cache_cols = std::min(cache_cols, dynamic_bytes / static_cast<int>(sizeof(float)));
+}
+
+// The same for the pipelined kernel, whose two buffers take 8 bytes per column.
+template <int kThreads, int kPacks>
+void opt_in_pipelined(int optin_bytes, int& pipe_cols) {
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, pipelined_kernel<kThreads, kPacks>));
+  const int dynamic_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
+  CUDA_CHECK(cudaFuncSetAttribute(pipelined_kernel<kThreads, kPacks>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
+  // kPipeStages buffers of cols floats; cols a multiple of 4 (float4 rows).
+  pipe_cols =
+      std::min(pipe_cols, dynamic_bytes / static_cast<int>(kPipeStages * sizeof(float)) / 4 * 4);
+}
+
+// Every (threads, packs) pair the dispatch can pick: 3..8 packs at 128 threads, 5..8 at larger
+// blocks (a row that needs a larger block has more than 4 float4 per thread of it).
+template <int kThreads, int... kPacks>
+void opt_in_pipelined_all(int optin_bytes, int& pipe_cols) {
+  (opt_in_pipelined<kThreads, kPacks>(optin_bytes, pipe_cols), ...);
 }
 
 const DeviceInfo& device_info() {
@@ -403,6 +564,13 @@ const DeviceInfo& device_info() {
   opt_in_shared_memory<128, 1>(optin_bytes, info.cache_cols);
   opt_in_shared_memory<256, 1>(optin_bytes, info.cache_cols);
   opt_in_shared_memory<512, 1>(optin_bytes, info.cache_cols);
+  info.pipe_cols = softmax::kNoColLimit;
+  opt_in_pipelined_all<128, 3, 4, 5, 6, 7, 8>(optin_bytes, info.pipe_cols);
+  opt_in_pipelined_all<256, 5, 6, 7, 8>(optin_bytes, info.pipe_cols);
+  opt_in_pipelined_all<512, 5, 6, 7, 8>(optin_bytes, info.pipe_cols);
+  opt_in_pipelined_all<1024, 5, 6, 7, 8>(optin_bytes, info.pipe_cols);
+  // One block of 1024 threads x kPipePacks float4 covers at most this many columns.
+  info.pipe_cols = std::min(info.pipe_cols, 1024 * kPipePacks * 4);
   return info_by_device.emplace(device, info).first->second;
 }
 
@@ -430,7 +598,11 @@ void launch_persistent(KernelFn kernel, int threads, size_t smem_bytes, int64_t 
                        const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   const int per_sm = std::max(1, blocks_per_sm(kernel, threads, smem_bytes));
   const int64_t resident = int64_t(device_info().sms) * per_sm;
-  const auto blocks = static_cast<unsigned>(std::min(resident, work_blocks));
+  // Balanced: every block gets the same number of rounds (ceil(work / resident)), with as few
+  // blocks as that allows. 4096 rows on 132 resident blocks would give 4 blocks a 32nd row while
+  // 128 idle; 128 blocks of 32 rows each finish together.
+  const int64_t rounds = (work_blocks + resident - 1) / resident;
+  const auto blocks = static_cast<unsigned>((work_blocks + rounds - 1) / rounds);
   kernel<<<blocks, threads, smem_bytes, stream>>>(x, y, rows, cols);
   CUDA_CHECK_LAUNCH();
 }
@@ -448,6 +620,29 @@ void launch_block(const float* x, float* y, int rows, int cols, cudaStream_t str
   const size_t smem_bytes = static_cast<size_t>(cols) * sizeof(float);
   launch_persistent(block_kernel<kThreads, kVec>, kThreads, smem_bytes, rows, x, y, rows, cols,
                     stream);
+}
+
+template <int kThreads, int kPacks>
+void launch_pipelined(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  const size_t smem_bytes = kPipeStages * static_cast<size_t>(cols) * sizeof(float);
+  launch_persistent(pipelined_kernel<kThreads, kPacks>, kThreads, smem_bytes, rows, x, y, rows,
+                    cols, stream);
+}
+
+// The packs per thread: just enough to cover the row (padding packs would cost exps), at least
+// the smallest instantiated count.
+template <int kThreads>
+void launch_pipelined_packs(int items, const float* x, float* y, int rows, int cols,
+                            cudaStream_t stream) {
+  const int packs = (items + kThreads - 1) / kThreads;
+  if constexpr (kThreads == 128) {  // only the smallest block meets rows this short
+    if (packs <= 3) return launch_pipelined<kThreads, 3>(x, y, rows, cols, stream);
+    if (packs <= 4) return launch_pipelined<kThreads, 4>(x, y, rows, cols, stream);
+  }
+  if (packs <= 5) return launch_pipelined<kThreads, 5>(x, y, rows, cols, stream);
+  if (packs <= 6) return launch_pipelined<kThreads, 6>(x, y, rows, cols, stream);
+  if (packs <= 7) return launch_pipelined<kThreads, 7>(x, y, rows, cols, stream);
+  return launch_pipelined<kThreads, 8>(x, y, rows, cols, stream);
 }
 
 // Path (a): one item per lane, the group the smallest power of two that covers the row.
@@ -511,7 +706,18 @@ void launch_by_length(const float* x, float* y, int rows, int cols, cudaStream_t
       return launch_warp_scalar(packs, x, y, rows, cols, stream);
     }
   }
-  // (c) a block per row, in shared memory: the smallest block whose one batch covers the row.
+  // (c) a block per row, in shared memory. float4 rows whose two buffers fit: pipelined, the
+  // smallest block whose kPipePacks float4 per thread cover the row. Otherwise (scalar rows, or
+  // float4 rows too long for two buffers): one buffer, the smallest block whose one batch covers
+  // the row.
+  if constexpr (kVec == 4) {
+    if (cols <= device_info().pipe_cols) {
+      if (items <= 128 * kPipePacks) return launch_pipelined_packs<128>(items, x, y, rows, cols, stream);
+      if (items <= 256 * kPipePacks) return launch_pipelined_packs<256>(items, x, y, rows, cols, stream);
+      if (items <= 512 * kPipePacks) return launch_pipelined_packs<512>(items, x, y, rows, cols, stream);
+      return launch_pipelined_packs<1024>(items, x, y, rows, cols, stream);
+    }
+  }
   if (cols <= device_info().cache_cols) {
     if (items <= 128 * kBatch) return launch_block<128, kVec>(x, y, rows, cols, stream);
     if (items <= 256 * kBatch) return launch_block<256, kVec>(x, y, rows, cols, stream);
