@@ -63,10 +63,16 @@ constexpr int kTwoPassThreads = 512;
 #define STEP07_PIPE_PACKS 8
 #endif
 constexpr int kPipePacks = STEP07_PIPE_PACKS;
-#ifndef STEP07_PIPE_STAGES
-#define STEP07_PIPE_STAGES 2
+// Path (c), float4: rows in (kThreeStagesFrom, kThreeStagesTo] columns get three shared-memory
+// buffers per block, the others two (compile-time tunable for experiments).
+#ifndef STEP07_THREE_STAGES_FROM
+#define STEP07_THREE_STAGES_FROM 3328
 #endif
-constexpr int kPipeStages = STEP07_PIPE_STAGES;  // shared-memory buffers per block
+#ifndef STEP07_THREE_STAGES_TO
+#define STEP07_THREE_STAGES_TO 6144
+#endif
+constexpr int kThreeStagesFrom = STEP07_THREE_STAGES_FROM;
+constexpr int kThreeStagesTo = STEP07_THREE_STAGES_TO;
 
 // The exponential every path uses. By default the hardware approximation __expf: exp2 of
 // x*log2(e) on the special-function unit, two instructions instead of the dozen or so of an
@@ -331,11 +337,11 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
 // buffers need no barrier: cp.async's wait orders each thread's own copies. From shared memory the
 // thread's items go to registers once (at most kPipePacks float4), and everything after that works
 // on registers: one exp per element, taken against the thread's own max and rescaled at the end.
-template <int kThreads, int kPacks>
+template <int kThreads, int kPacks, int kStages>
 __global__ void __launch_bounds__(kThreads)
     pipelined_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
   __shared__ float2 warp_pairs[2][kThreads / kWarpSize];
-  extern __shared__ __align__(16) float4 stage[];  // kPipeStages buffers of cols / 4 float4
+  extern __shared__ __align__(16) float4 stage[];  // kStages buffers of cols / 4 float4
   const int tid = threadIdx.x;
   const int items = cols / 4;
   const int left = items - tid;  // pack p is in the row when p * kThreads < left
@@ -351,10 +357,10 @@ __global__ void __launch_bounds__(kThreads)
     __pipeline_commit();
   };
 
-  // Prologue: the block's first kPipeStages - 1 rows start streaming in. A missing row still commits
+  // Prologue: the block's first kStages - 1 rows start streaming in. A missing row still commits
   // an (empty) group, so that group k always belongs to the block's k-th row.
 #pragma unroll
-  for (int s = 0; s < kPipeStages - 1; ++s) {
+  for (int s = 0; s < kStages - 1; ++s) {
     const int64_t row = blockIdx.x + int64_t(s) * gridDim.x;
     if (row < rows) {
       prefetch(row, s);
@@ -364,16 +370,16 @@ __global__ void __launch_bounds__(kThreads)
   }
   int buf = 0, parity = 0;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
-    // Start the row kPipeStages - 1 ahead into the buffer the previous row used, then wait for this
-    // row: "all but the newest kPipeStages - 1 groups have landed".
-    const int64_t ahead = row + int64_t(kPipeStages - 1) * gridDim.x;
-    const int ahead_buf = buf == 0 ? kPipeStages - 1 : buf - 1;
+    // Start the row kStages - 1 ahead into the buffer the previous row used, then wait for this
+    // row: "all but the newest kStages - 1 groups have landed".
+    const int64_t ahead = row + int64_t(kStages - 1) * gridDim.x;
+    const int ahead_buf = buf == 0 ? kStages - 1 : buf - 1;
     if (ahead < rows) {
       prefetch(ahead, ahead_buf);
     } else {
       __pipeline_commit();
     }
-    __pipeline_wait_prior(kPipeStages - 1);
+    __pipeline_wait_prior(kStages - 1);
 
     const float4* cached = stage + static_cast<size_t>(buf) * items + tid;
     float v[kPacks][4];
@@ -419,7 +425,7 @@ __global__ void __launch_bounds__(kThreads)
         store4(out + p * kThreads, make_float4(v[p][0] * scale, v[p][1] * scale,
                                                v[p][2] * scale, v[p][3] * scale));
     }
-    buf = buf + 1 == kPipeStages ? 0 : buf + 1;
+    buf = buf + 1 == kStages ? 0 : buf + 1;
   }
 }
 
@@ -524,16 +530,22 @@ void opt_in_shared_memory(int optin_bytes, int& cache_cols) {
 }
 
 // The same for the pipelined kernel, whose two buffers take 8 bytes per column.
+template <int kThreads, int kPacks, int kStages>
+void opt_in_pipelined_stages(int optin_bytes, int& pipe_cols) {
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, pipelined_kernel<kThreads, kPacks, kStages>));
+  const int dynamic_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
+  CUDA_CHECK(cudaFuncSetAttribute(pipelined_kernel<kThreads, kPacks, kStages>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
+  // kStages buffers of cols floats; cols a multiple of 4 (float4 rows).
+  pipe_cols = std::min(pipe_cols, dynamic_bytes / static_cast<int>(kStages * sizeof(float)) / 4 * 4);
+}
+
 template <int kThreads, int kPacks>
 void opt_in_pipelined(int optin_bytes, int& pipe_cols) {
-  cudaFuncAttributes attributes{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attributes, pipelined_kernel<kThreads, kPacks>));
-  const int dynamic_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
-  CUDA_CHECK(cudaFuncSetAttribute(pipelined_kernel<kThreads, kPacks>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_bytes));
-  // kPipeStages buffers of cols floats; cols a multiple of 4 (float4 rows).
-  pipe_cols =
-      std::min(pipe_cols, dynamic_bytes / static_cast<int>(kPipeStages * sizeof(float)) / 4 * 4);
+  opt_in_pipelined_stages<kThreads, kPacks, 2>(optin_bytes, pipe_cols);
+  int unused = softmax::kNoColLimit;  // three buffers are only used where they fit
+  opt_in_pipelined_stages<kThreads, kPacks, 3>(optin_bytes, unused);
 }
 
 // Every (threads, packs) pair the dispatch can pick: 3..8 packs at 128 threads, 5..8 at larger
@@ -622,10 +634,17 @@ void launch_block(const float* x, float* y, int rows, int cols, cudaStream_t str
                     stream);
 }
 
+// Two buffers, or three for the row lengths where measurement preferred them (see
+// docs/notes/step07.md: three help from about 3.3K to 6K columns, two are better elsewhere).
 template <int kThreads, int kPacks>
 void launch_pipelined(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
-  const size_t smem_bytes = kPipeStages * static_cast<size_t>(cols) * sizeof(float);
-  launch_persistent(pipelined_kernel<kThreads, kPacks>, kThreads, smem_bytes, rows, x, y, rows,
+  if (cols > kThreeStagesFrom && cols <= kThreeStagesTo) {
+    const size_t smem_bytes = 3 * static_cast<size_t>(cols) * sizeof(float);
+    return launch_persistent(pipelined_kernel<kThreads, kPacks, 3>, kThreads, smem_bytes, rows, x,
+                             y, rows, cols, stream);
+  }
+  const size_t smem_bytes = 2 * static_cast<size_t>(cols) * sizeof(float);
+  launch_persistent(pipelined_kernel<kThreads, kPacks, 2>, kThreads, smem_bytes, rows, x, y, rows,
                     cols, stream);
 }
 

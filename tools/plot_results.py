@@ -1,0 +1,704 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Charts and results tables from one benchmark JSON (build/bench/softmax_bench's output).
+
+Numbers are generated, never typed: this script draws the charts and rewrites every results table
+in README.md and docs/*.md between marker comments, from the JSON alone.
+
+  docs/img/bandwidth.png   effective GB/s against N (M = rows of the run) for every step, with
+                           memcpy (black, dashed) and the baselines (grey) as reference lines
+  docs/img/staircase.png   each step's GB/s at N in STAIRCASE_NS, bars labelled with the ratio
+                           to memcpy at that N
+
+Markers (each alone on its line, outside fenced code; text outside them is never touched):
+
+  <!-- BEGIN results-table -->                 the whole table at N = --table-n (4096)
+  <!-- BEGIN results-table upto=step03_block -->  the baselines and the steps up to step03_block
+  <!-- END results-table -->
+  <!-- BEGIN sweep-table step03_block -->      one step over N in SWEEP_NS
+  <!-- END sweep-table -->
+
+A marker naming a step the JSON does not have is an error; no file is written then.
+
+  python3 tools/plot_results.py [JSON] [--extra FILE ...] [--table-n N] [--docs-root DIR]
+                                [--img-dir DIR] [--no-charts] [--no-tables] [--check]
+
+JSON defaults to docs/results/bench_h100.json. --check writes nothing and exits 1 when a Markdown
+file would change (the charts are not checked). tools/dram_traffic.py imports the marker code.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_JSON = REPO_ROOT / "docs" / "results" / "bench_h100.json"
+
+TABLE_N = 4096                                         # the results table's row length
+SWEEP_NS = (256, 512, 1024, 2048, 4096, 8192, 16384)   # rows of a sweep table
+STAIRCASE_NS = (1024, 4096, 16384)                     # bar groups of the staircase chart
+
+STEP_RE = re.compile(r"^step\d\d_\w+$")
+NO_VALUE = "—"        # a cell that has no meaning for the row (speed-up of a baseline)
+NOT_MEASURED = "n/a"  # a cell the benchmark could not fill (the step skipped that N)
+
+# Reference rows above the steps, in this order; other non-step implementations follow them.
+REFERENCE_ORDER = ("memcpy", "cudnn", "unfused")
+DEFAULT_LESSONS = {
+    "memcpy": "device-to-device cudaMemcpyAsync of the same bytes: the practical ceiling",
+}
+
+# Paths that hold generated output: a change there does not make a commit "dirty" (see
+# git_commit, which tools/reproduce.sh and the other tools use).
+GENERATED_PATHSPECS = (":(exclude)docs/results", ":(exclude)docs/img", ":(exclude)*.md")
+
+
+class ToolError(Exception):
+    """A problem the user must fix (bad input, missing file); printed without a traceback."""
+
+
+class MarkerError(ToolError):
+    """A marker that cannot be rendered (unknown step, bad argument, no END)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Loading the benchmark JSON
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class Point:
+    """One benchmark entry: one implementation at one N."""
+    gbps: float
+    memcpy_gbps: float
+    ratio: float
+    median_us: float
+    min_us: float
+    model_bytes: float
+
+
+@dataclass
+class Results:
+    path: Path
+    context: Dict[str, object]
+    order: List[str]                                     # implementations, memcpy first
+    points: Dict[str, Dict[int, Point]] = field(default_factory=dict)
+    errors: Dict[str, Dict[int, str]] = field(default_factory=dict)  # skipped entries' messages
+    rows: Optional[int] = None
+
+    @property
+    def steps(self) -> List[str]:
+        return [name for name in self.order if STEP_RE.match(name)]
+
+    @property
+    def references(self) -> List[str]:
+        """memcpy and the baselines, in table order (memcpy, cudnn, unfused, then any other)."""
+        others = [n for n in self.order if not STEP_RE.match(n)]
+        first = [n for n in REFERENCE_ORDER if n in others]
+        return first + [n for n in others if n not in first]
+
+    def point(self, name: str, n: int) -> Optional[Point]:
+        return self.points.get(name, {}).get(n)
+
+    def error(self, name: str, n: int) -> Optional[str]:
+        return self.errors.get(name, {}).get(n)
+
+    def ns(self, name: str) -> List[int]:
+        return sorted(set(self.points.get(name, {})) | set(self.errors.get(name, {})))
+
+    def ctx(self, key: str, default: str = "unknown") -> str:
+        value = self.context.get(key)
+        return default if value in (None, "") else str(value)
+
+    def lesson(self, name: str) -> str:
+        return self.ctx("lesson:" + name, DEFAULT_LESSONS.get(name, ""))
+
+
+_N_IN_NAME = re.compile(r"/N:(\d+)")
+
+
+def load_results(path: Path) -> Results:
+    """Reads a Google Benchmark JSON written by softmax_bench (or torch_softmax_bench.py)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise ToolError(f"{path}: no such file (run tools/reproduce.sh, or pass the JSON's path)")
+    except json.JSONDecodeError as e:
+        raise ToolError(f"{path}: not valid JSON ({e})")
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise ToolError(f"{path}: no 'benchmarks' list; is this a Google Benchmark JSON?")
+    context = doc.get("context") or {}
+    rows = int(context["rows"]) if str(context.get("rows", "")).isdigit() else None
+
+    res = Results(path=path, context=context, order=[], rows=rows)
+    seen: List[str] = []
+    for entry in doc["benchmarks"]:
+        if entry.get("run_type") == "aggregate":   # --benchmark_repetitions statistics: not used
+            continue
+        name = str(entry.get("name", ""))
+        impl = name.split("/", 1)[0] or str(entry.get("label", ""))
+        m = _N_IN_NAME.search(name)
+        n = int(entry["N"]) if "N" in entry else int(m.group(1)) if m else None
+        if not impl or n is None:
+            raise ToolError(f"{path}: entry '{name}' names no implementation or no N")
+        if impl not in seen:
+            seen.append(impl)
+        if entry.get("error_occurred") or entry.get("skipped"):
+            msg = entry.get("error_message") or entry.get("skip_message") or "skipped"
+            res.errors.setdefault(impl, {})[n] = str(msg)
+            continue
+        if "GBps" not in entry:
+            raise ToolError(f"{path}: entry '{name}' has no GBps counter")
+        if res.rows is None and "M" in entry:
+            res.rows = int(entry["M"])
+        if res.rows is not None and "M" in entry and int(entry["M"]) != res.rows:
+            print(f"warning: {path}: '{name}' has M={int(entry['M'])}, not {res.rows}; ignored",
+                  file=sys.stderr)
+            continue
+        res.points.setdefault(impl, {})[n] = Point(
+            gbps=float(entry["GBps"]),
+            memcpy_gbps=float(entry.get("memcpy_GBps", float("nan"))),
+            ratio=float(entry.get("ratio_to_memcpy", float("nan"))),
+            median_us=float(entry.get("median_us", entry.get("real_time", float("nan")))),
+            min_us=float(entry.get("min_us", float("nan"))),
+            model_bytes=float(entry.get("model_bytes", float("nan"))))
+
+    # The context's order first (memcpy, steps in table order, baselines), then anything else.
+    listed = [s for s in str(context.get("implementations", "")).split(",") if s]
+    res.order = listed + [s for s in seen if s not in listed]
+    for impl, errs in sorted(res.errors.items()):
+        print(f"note: {path.name}: {impl} skipped at N = {', '.join(map(str, sorted(errs)))}",
+              file=sys.stderr)
+    return res
+
+
+# ------------------------------------------------------------------------------------------------
+# Formatting
+# ------------------------------------------------------------------------------------------------
+
+def fmt_gbps(x: float) -> str:
+    return f"{x:.0f}"
+
+
+def fmt_ratio(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def fmt_speedup(x: float) -> str:
+    return f"{x:.2f}×" if x < 10 else f"{x:.1f}×"
+
+
+def md_cell(text: str) -> str:
+    """A table cell: pipes escaped, no line breaks."""
+    return text.replace("|", "\\|").replace("\n", " ").strip()
+
+
+def md_table(header: Sequence[str], align: str, rows: Sequence[Sequence[str]]) -> str:
+    """align: one character per column, 'l' or 'r'."""
+    rule = {"l": "---", "r": "---:"}
+    lines = ["| " + " | ".join(header) + " |",
+             "| " + " | ".join(rule[a] for a in align) + " |"]
+    lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def link_from(md_path: Path, target: Path, root: Path) -> str:
+    """A Markdown link to `target` that works from `md_path`, shown by its path in the repo."""
+    target = target.resolve()
+    try:
+        shown = target.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        shown = target.as_posix()
+    href = Path(os.path.relpath(target, md_path.resolve().parent)).as_posix()
+    return f"[{shown}]({href})"
+
+
+def cuda_versions(res_ctx: Callable[[str], str]) -> str:
+    driver_cuda, runtime_cuda = res_ctx("driver_cuda"), res_ctx("runtime_cuda")
+    if driver_cuda == runtime_cuda:
+        return f"CUDA {driver_cuda}"
+    return f"CUDA {driver_cuda} (driver) / {runtime_cuda} (runtime)"
+
+
+def source_line(res: Results, md_path: Path, root: Path) -> str:
+    """The provenance sentence under every generated table."""
+    command = res.ctx("command", "")
+    command = f"`{command}`" if command else f"`{res.ctx('executable')}` (command not recorded)"
+    return (f"Measured on {res.ctx('gpu_name')}, driver {res.ctx('driver')}, "
+            f"{cuda_versions(res.ctx)}, commit `{res.ctx('commit', 'not recorded')}`, "
+            f"{res.ctx('date')[:10]}; command: {command}; data: {link_from(md_path, res.path, root)}.")
+
+
+def method_line(res: Results, n_desc: str) -> str:
+    return (f"M = {res.rows} rows, {n_desc}, float32. GB/s = 2·M·N·4 bytes / median time of "
+            f"{res.ctx('timed_runs', '?')} launches, L2 flushed before each; ratio = against a "
+            f"device-to-device memcpy of the same bytes measured in the same run.")
+
+
+def skipped_note(notes: Dict[str, str]) -> List[str]:
+    if not notes:
+        return []
+    return ["", f"{NOT_MEASURED}: not measured; the benchmark skipped it: " +
+            "; ".join(f"{where}: {msg}" for where, msg in notes.items()) + "."]
+
+
+# ------------------------------------------------------------------------------------------------
+# Tables
+# ------------------------------------------------------------------------------------------------
+
+def parse_marker_args(args: str, allowed: Sequence[str], kind: str) -> Tuple[Dict[str, str], List[str]]:
+    """Splits 'key=value word ...' into options (only `allowed` keys) and bare words."""
+    opts: Dict[str, str] = {}
+    words: List[str] = []
+    for token in args.split():
+        if "=" in token:
+            key, value = token.split("=", 1)
+            if key not in allowed:
+                raise MarkerError(f"{kind}: unknown argument '{token}' (allowed: "
+                                  f"{', '.join(k + '=...' for k in allowed) or 'none'})")
+            opts[key] = value
+        else:
+            words.append(token)
+    return opts, words
+
+
+def unknown_step(kind: str, name: str, res: Results, known: Sequence[str]) -> MarkerError:
+    return MarkerError(f"{kind}: no step named '{name}' in {res.path} "
+                       f"(it has: {', '.join(known) or 'none'})")
+
+
+def render_results_table(res: Results, args: str, md_path: Path, root: Path, n: int) -> str:
+    opts, words = parse_marker_args(args, ("upto",), "results-table")
+    if words:
+        raise MarkerError(f"results-table: unexpected '{' '.join(words)}' (use upto=STEP)")
+    all_steps = res.steps
+    steps = all_steps
+    if "upto" in opts:
+        if opts["upto"] not in all_steps:
+            raise unknown_step("results-table upto", opts["upto"], res, all_steps)
+        steps = all_steps[: all_steps.index(opts["upto"]) + 1]
+
+    notes: Dict[str, str] = {}
+
+    def measured(name: str) -> Tuple[Optional[Point], str, str]:
+        p = res.point(name, n)
+        if p is None:
+            err = res.error(name, n)
+            if err:
+                notes[f"{name} at N = {n}"] = err
+            return None, NOT_MEASURED, NOT_MEASURED
+        return p, fmt_gbps(p.gbps), fmt_ratio(p.ratio)
+
+    rows = []
+    for name in res.references:
+        _, gbps, ratio = measured(name)
+        rows.append([f"`{name}`", res.lesson(name), gbps, ratio, NO_VALUE, NO_VALUE])
+    first = res.point(all_steps[0], n) if all_steps else None
+    prev: Optional[Point] = None
+    for i, name in enumerate(steps):
+        p, gbps, ratio = measured(name)
+        step_up = NO_VALUE if i == 0 else (fmt_speedup(p.gbps / prev.gbps) if p and prev else NOT_MEASURED)
+        total = fmt_speedup(p.gbps / first.gbps) if p and first else NOT_MEASURED
+        rows.append([f"`{name}`", res.lesson(name), gbps, ratio, step_up, total])
+        prev = p
+
+    first_name = f"`{all_steps[0]}`" if all_steps else "the first step"
+    table = md_table(["step", "lesson", "GB/s", "ratio to memcpy", "speed-up over previous step",
+                      f"cumulative speed-up (over {first_name})"], "llrrrr", rows)
+    return "\n".join([table, *skipped_note(notes), "",
+                      method_line(res, f"N = {n} columns"), "", source_line(res, md_path, root)])
+
+
+def render_sweep_table(res: Results, args: str, md_path: Path, root: Path) -> str:
+    _, words = parse_marker_args(args, (), "sweep-table")
+    if len(words) != 1:
+        raise MarkerError("sweep-table: name exactly one step, e.g. <!-- BEGIN sweep-table step03_block -->")
+    name = words[0]
+    known = [s for s in res.order if s != "memcpy"]
+    if name not in known:
+        raise unknown_step("sweep-table", name, res, known)
+    steps = res.steps
+    prev_name = steps[steps.index(name) - 1] if name in steps and steps.index(name) > 0 else None
+
+    header = ["N", "GB/s", "memcpy GB/s", "ratio to memcpy"]
+    if prev_name:
+        header.append(f"speed-up over `{prev_name}`")
+    notes: Dict[str, str] = {}
+    rows = []
+    for n in SWEEP_NS:
+        p = res.point(name, n)
+        if p is None and res.error(name, n) is None:
+            continue                       # not on this step's grid
+        if p is None:
+            notes[f"N = {n}"] = res.error(name, n) or ""
+            ref = res.point("memcpy", n)
+            row = [str(n), NOT_MEASURED, fmt_gbps(ref.gbps) if ref else NOT_MEASURED, NOT_MEASURED]
+        else:
+            row = [str(n), fmt_gbps(p.gbps), fmt_gbps(p.memcpy_gbps), fmt_ratio(p.ratio)]
+        if prev_name:
+            q = res.point(prev_name, n)
+            row.append(fmt_speedup(p.gbps / q.gbps) if p and q else NO_VALUE)
+        rows.append(row)
+    if not rows:
+        raise MarkerError(f"sweep-table: {name} has no measurement at N in {list(SWEEP_NS)}")
+    table = md_table(header, "r" * len(header), rows)
+    return "\n".join([table, *skipped_note(notes), "",
+                      method_line(res, "N = columns per row"), "", source_line(res, md_path, root)])
+
+
+# ------------------------------------------------------------------------------------------------
+# Markers (shared with tools/dram_traffic.py)
+# ------------------------------------------------------------------------------------------------
+
+BEGIN_RE = re.compile(r"<!--\s*BEGIN\s+(?P<kind>[A-Za-z0-9_-]+)(?P<args>(?:\s+[^>]*?)?)\s*-->")
+END_RE = re.compile(r"<!--\s*END\s+(?P<kind>[A-Za-z0-9_-]+)\s*-->")
+FENCE_RE = re.compile(r"^(`{3,}|~{3,})")
+
+# kind -> render(args, markdown file) -> the block's Markdown
+Renderer = Callable[[str, Path], str]
+
+
+def rewrite_markers(text: str, renderers: Dict[str, Renderer], md_path: Path) -> Tuple[str, Dict[str, int]]:
+    """Replaces what lies between each BEGIN/END pair of a kind in `renderers`.
+
+    A marker counts only alone on its line and outside fenced code blocks, so prose and examples
+    can show the syntax. The block becomes: the BEGIN line, a blank line, the rendered Markdown, a
+    blank line, the END line; rendering twice gives the same text. Returns the new text and the
+    number of blocks of each kind.
+    """
+    lines = text.split("\n")
+    out: List[str] = []
+    blocks: Dict[str, int] = {}
+    fence: Optional[str] = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        fm = FENCE_RE.match(stripped)
+        if fence is not None:                    # inside ``` ... ```: copied as is
+            if fm and stripped == fm.group(1) and stripped[0] == fence[0] and len(stripped) >= len(fence):
+                fence = None
+            out.append(line)
+            i += 1
+            continue
+        if fm:
+            fence = fm.group(1)
+            out.append(line)
+            i += 1
+            continue
+        end = END_RE.fullmatch(stripped)
+        if end and end.group("kind") in renderers:
+            raise MarkerError(f"{md_path}:{i + 1}: <!-- END {end.group('kind')} --> without a BEGIN")
+        begin = BEGIN_RE.fullmatch(stripped)
+        if not begin or begin.group("kind") not in renderers:
+            out.append(line)
+            i += 1
+            continue
+        kind = begin.group("kind")
+        j = i + 1
+        while j < len(lines):
+            s = lines[j].strip()
+            e = END_RE.fullmatch(s)
+            if e and e.group("kind") == kind:
+                break
+            b = BEGIN_RE.fullmatch(s)
+            if b and b.group("kind") in renderers:
+                raise MarkerError(f"{md_path}:{i + 1}: BEGIN {kind} is not closed before the "
+                                  f"BEGIN {b.group('kind')} at line {j + 1}")
+            j += 1
+        else:
+            raise MarkerError(f"{md_path}:{i + 1}: BEGIN {kind} has no <!-- END {kind} -->")
+        try:
+            body = renderers[kind](begin.group("args").strip(), md_path)
+        except MarkerError as e:
+            raise MarkerError(f"{md_path}:{i + 1}: {e}") from None
+        out.append(line)
+        out.extend(["", *body.strip("\n").split("\n"), ""])
+        out.append(lines[j])
+        blocks[kind] = blocks.get(kind, 0) + 1
+        i = j + 1
+    if fence is not None:
+        print(f"warning: {md_path}: a fenced code block is never closed", file=sys.stderr)
+    return "\n".join(out), blocks
+
+
+def markdown_files(root: Path) -> List[Path]:
+    """README.md and docs/*.md under `root`, the files that may hold markers."""
+    files = [root / "README.md"] if (root / "README.md").is_file() else []
+    return files + sorted((root / "docs").glob("*.md"))
+
+
+def update_markdown(root: Path, renderers: Dict[str, Renderer], check: bool) -> bool:
+    """Renders every marked block in README.md and docs/*.md; writes the changed files, or with
+    `check` only reports them. Nothing is written if any block fails. Returns True when some file
+    changed (or would change)."""
+    planned = []
+    for path in markdown_files(root):
+        old = path.read_text(encoding="utf-8")
+        new, blocks = rewrite_markers(old, renderers, path)   # raises before anything is written
+        if blocks:
+            planned.append((path, old, new, blocks))
+    if not planned:
+        kinds = ", ".join(sorted(renderers))
+        print(f"no {kinds} markers in {root / 'README.md'} or {root / 'docs'}/*.md: no table written")
+        return False
+    changed = False
+    for path, old, new, blocks in planned:
+        what = f"{os.path.relpath(path)} ({', '.join(f'{k} x{c}' for k, c in sorted(blocks.items()))})"
+        if new == old:
+            print(f"unchanged  {what}")
+            continue
+        changed = True
+        if check:
+            print(f"outdated   {what}")
+        else:
+            path.write_text(new, encoding="utf-8")
+            print(f"rewrote    {what}")
+    return changed
+
+
+# ------------------------------------------------------------------------------------------------
+# Provenance helpers (shared with the other tools)
+# ------------------------------------------------------------------------------------------------
+
+def git_commit(root: Path = REPO_ROOT) -> str:
+    """Short hash of HEAD, with -dirty when anything but generated output differs from it.
+    SOFTMAX_COMMIT overrides it, for a copy of the tree made without its .git folder."""
+    if os.environ.get("SOFTMAX_COMMIT"):
+        return os.environ["SOFTMAX_COMMIT"]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", ".",
+                                 *GENERATED_PATHSPECS],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if status else "")
+
+
+def gpu_slug(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'h100', 'NVIDIA GeForce RTX 4090' -> 'rtx-4090',
+    'NVIDIA A100-SXM4-80GB' -> 'a100': the model, without vendor, memory size or form factor."""
+    words = re.split(r"[^a-z0-9]+", name.lower())
+    kept: List[str] = []
+    for w in words:
+        if w in ("", "nvidia", "geforce", "tesla"):
+            continue
+        if re.fullmatch(r"\d+gb|sxm\d*|pcie|hbm\d*e?|nvl\d*|mig", w):
+            break
+        kept.append(w)
+    return "-".join(kept) or "gpu"
+
+
+# ------------------------------------------------------------------------------------------------
+# Charts
+# ------------------------------------------------------------------------------------------------
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise ToolError("matplotlib is not installed (pip install matplotlib), or pass --no-charts")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def chart_subtitle(res: Results) -> str:
+    return (f"{res.ctx('gpu_name')} · driver {res.ctx('driver')} · {cuda_versions(res.ctx)} · "
+            f"commit {res.ctx('commit', 'not recorded')} · {res.ctx('date')[:10]}")
+
+
+def save(fig, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # No 'Software' entry: the PNG then depends on the data and the matplotlib version only.
+    fig.savefig(path, dpi=150, bbox_inches="tight", metadata={"Software": None})
+    print(f"wrote      {os.path.relpath(path)}")
+
+
+def draw_bandwidth(res: Results, extras: Sequence[Results], path: Path) -> None:
+    plt = _pyplot()
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    fig, ax = plt.subplots(figsize=(11, 6.2))
+    steps = res.steps
+    cmap = plt.get_cmap("viridis")
+    markers = "os^vDPX*hp<>"
+    all_ns: List[int] = []
+
+    def series(r: Results, name: str) -> Tuple[List[int], List[float]]:
+        ns = sorted(r.points.get(name, {}))
+        all_ns.extend(ns)
+        return ns, [r.points[name][n].gbps for n in ns]
+
+    # Steps: one colour ramp from dark (step00) to light (the last step), in table order.
+    for i, name in enumerate(steps):
+        ns, gbps = series(res, name)
+        ax.plot(ns, gbps, label=name, color=cmap(0.85 * i / max(1, len(steps) - 1)),
+                marker=markers[i % len(markers)], markersize=3.5, markevery=max(1, len(ns) // 16),
+                linewidth=1.6)
+    # References: memcpy black dashed, baselines grey.
+    grey_styles = [("0.45", "-."), ("0.6", ":"), ("0.3", (0, (1, 1))), ("0.7", "--")]
+    for k, name in enumerate(res.references):
+        ns, gbps = series(res, name)
+        if name == "memcpy":
+            ax.plot(ns, gbps, label="memcpy (device to device)", color="black", linestyle="--",
+                    linewidth=2.0, zorder=5)
+        else:
+            colour, style = grey_styles[(k - 1) % len(grey_styles)]
+            ax.plot(ns, gbps, label=f"{name} (baseline)", color=colour, linestyle=style, linewidth=1.8)
+    # Overlays from --extra files (e.g. torch_softmax_bench.py): their own colours, no memcpy.
+    extra_colours = ["tab:red", "tab:orange", "tab:brown", "tab:pink"]
+    k = 0
+    for ex in extras:
+        for name in ex.order:
+            if name == "memcpy" or not ex.points.get(name):
+                continue
+            label = name
+            version = ex.ctx("version:" + name, "")
+            if version:
+                label += f" {version}"
+            if ex.ctx("gpu_name") != res.ctx("gpu_name"):
+                label += f" (on {ex.ctx('gpu_name')})"
+            if ex.rows != res.rows:
+                label += f" (M = {ex.rows})"
+            ns, gbps = series(ex, name)
+            ax.plot(ns, gbps, label=label, color=extra_colours[k % len(extra_colours)],
+                    linestyle=(0, (5, 1.5)), linewidth=1.8)
+            k += 1
+    top = max((max(g.gbps for g in r.points[n].values()) for r in (res, *extras) for n in r.points
+               if r.points[n]), default=1.0)
+    try:
+        peak = float(res.ctx("gpu_peak_gbps", "0"))
+    except ValueError:
+        peak = 0.0
+    if peak > 0:
+        ax.axhline(peak, color="0.6", linewidth=1, linestyle=":")
+        ax.annotate(f"DRAM peak from the device's memory clock and bus width: {peak:.0f} GB/s",
+                    (0.01, peak), xycoords=("axes fraction", "data"), textcoords="offset points",
+                    xytext=(0, -11), fontsize=8, color="0.4")
+        top = max(top, peak)
+
+    if all_ns:
+        ax.set_xscale("log", base=2)
+        lo, hi = min(all_ns), max(all_ns)
+        ticks = [2 ** e for e in range(lo.bit_length() - 1, hi.bit_length()) if lo <= 2 ** e <= hi]
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticklabels([str(t) for t in ticks])
+        ax.set_xlim(lo / 1.05, hi * 1.05)
+    ax.set_ylim(0, top * 1.05)
+    ax.set_xlabel(f"N, columns per row (M = {res.rows} rows, float32; log scale)")
+    ax.set_ylabel("effective bandwidth, GB/s = 2·M·N·4 B / median time")
+    ax.grid(True, alpha=0.3)
+    fig.suptitle("Row-wise softmax: effective bandwidth against row length", fontsize=13)
+    ax.set_title(chart_subtitle(res), fontsize=9, color="0.3")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    save(fig, path)
+    plt.close(fig)
+
+
+def draw_staircase(res: Results, path: Path) -> bool:
+    steps = res.steps
+    groups = ["memcpy"] + steps
+    ns = [n for n in STAIRCASE_NS if all(res.point(g, n) for g in groups)]
+    dropped = [n for n in STAIRCASE_NS if n not in ns]
+    if dropped and ns:
+        print(f"note: {path.name}: N = {', '.join(map(str, dropped))} left out (not measured for "
+              f"memcpy and every step)", file=sys.stderr)
+    if not steps or not ns:
+        print(f"warning: no N in {list(STAIRCASE_NS)} measured for memcpy and every step: "
+              f"{path.name} not drawn", file=sys.stderr)
+        return False
+    plt = _pyplot()
+    from matplotlib.patches import Patch
+
+    fig, ax = plt.subplots(figsize=(11, 5.8))
+    colours = ["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
+    width = 0.8 / len(ns)
+    top = 0.0
+    handles = []
+    for k, n in enumerate(ns):
+        colour = colours[k % len(colours)]
+        xs = [g + (k - (len(ns) - 1) / 2) * width for g in range(len(groups))]
+        pts = [res.point(g, n) for g in groups]
+        # memcpy, the reference, hatched; then the steps.
+        for sel, style in ((slice(0, 1), dict(hatch="//", edgecolor="white")), (slice(1, None), {})):
+            bars = ax.bar(xs[sel], [p.gbps for p in pts[sel]], width * 0.95, color=colour, **style)
+            ax.bar_label(bars, labels=[fmt_ratio(p.ratio) for p in pts[sel]], rotation=90,
+                         padding=2, fontsize=7)
+        handles.append(Patch(color=colour, label=f"N = {n}"))
+        top = max(top, max(p.gbps for p in pts))
+    handles.append(Patch(facecolor="0.6", edgecolor="white", hatch="//",
+                         label="memcpy of the same bytes"))
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, rotation=25, ha="right")
+    ax.set_ylim(0, top * 1.18)
+    ax.set_ylabel("effective bandwidth, GB/s")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"One optimisation per step (M = {res.rows} rows; bar labels: ratio to memcpy "
+                 f"at the same N)", fontsize=12)
+    ax.set_title(chart_subtitle(res), fontsize=9, color="0.3")
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
+              frameon=False)
+    save(fig, path)
+    plt.close(fig)
+    return True
+
+
+# ------------------------------------------------------------------------------------------------
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("json", nargs="?", type=Path, default=DEFAULT_JSON,
+                    help=f"benchmark JSON (default: {DEFAULT_JSON.relative_to(REPO_ROOT)})")
+    ap.add_argument("--extra", type=Path, action="append", default=[], metavar="FILE",
+                    help="a JSON of the same schema (tools/torch_softmax_bench.py) to overlay on "
+                         "the bandwidth chart; not in the tables (repeatable)")
+    ap.add_argument("--table-n", type=int, default=TABLE_N, metavar="N",
+                    help=f"row length of the results table (default {TABLE_N})")
+    ap.add_argument("--docs-root", type=Path, default=REPO_ROOT, metavar="DIR",
+                    help="directory holding README.md and docs/ (default: the repository)")
+    ap.add_argument("--img-dir", type=Path, default=None, metavar="DIR",
+                    help="where the charts go (default: DOCS_ROOT/docs/img)")
+    ap.add_argument("--no-charts", action="store_true", help="tables only")
+    ap.add_argument("--no-tables", action="store_true", help="charts only")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 if a Markdown table would change")
+    args = ap.parse_args(argv)
+
+    try:
+        res = load_results(args.json)
+        if not res.steps:
+            raise ToolError(f"{args.json}: no step (stepNN_name) in the benchmark entries")
+        root = args.docs_root
+        if not args.no_tables or args.check:
+            renderers: Dict[str, Renderer] = {
+                "results-table": lambda a, md: render_results_table(res, a, md, root, args.table_n),
+                "sweep-table": lambda a, md: render_sweep_table(res, a, md, root),
+            }
+            if update_markdown(root, renderers, args.check) and args.check:
+                print("tables are out of date: run tools/plot_results.py", file=sys.stderr)
+                return 1
+        if not args.no_charts and not args.check:
+            extras = [load_results(p) for p in args.extra]
+            img = args.img_dir or root / "docs" / "img"
+            draw_bandwidth(res, extras, img / "bandwidth.png")
+            draw_staircase(res, img / "staircase.png")
+    except ToolError as e:
+        print(f"plot_results.py: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

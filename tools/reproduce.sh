@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Reproduce the charts and tables on your GPU: checks for a GPU, builds, runs the benchmark suite,
+# draws docs/img/*.png and rewrites the results tables in README.md and docs/*.md.
+#
+#   tools/reproduce.sh [--with-dram] [--with-torch]
+#
+#   --with-dram   also measure each step's DRAM traffic with Nsight Compute (tools/dram_traffic.py)
+#                 and rewrite the dram tables; same as SOFTMAX_WITH_DRAM=1
+#   --with-torch  also time torch.softmax (tools/torch_softmax_bench.py) and overlay it on the
+#                 bandwidth chart; same as SOFTMAX_WITH_TORCH=1
+#
+# Results go to docs/results/bench_<gpu>.json, <gpu> from nvidia-smi's name ("h100" for "NVIDIA
+# H100 80GB HBM3"); SOFTMAX_GPU_SLUG=name overrides it. Each JSON records the GPU, driver, CUDA
+# versions, the commit (with -dirty when the sources differ from it) and this command.
+# Exit codes: 0 done; 77 no GPU (nothing was built or run); anything else, the step that failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+with_dram=${SOFTMAX_WITH_DRAM:-0}
+with_torch=${SOFTMAX_WITH_TORCH:-0}
+command_line="tools/reproduce.sh"
+for arg in "$@"; do
+  case "$arg" in
+    --with-dram) with_dram=1; command_line+=" --with-dram" ;;
+    --with-torch) with_torch=1; command_line+=" --with-torch" ;;
+    -h|--help) sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "reproduce.sh: unknown option '$arg' (see tools/reproduce.sh --help)" >&2; exit 2 ;;
+  esac
+done
+say() { printf '\n== %s\n' "$*"; }
+
+# 1. A GPU, before anything else. The first visible one is the one the programs use.
+gpu_name=""
+if [ "${CUDA_VISIBLE_DEVICES+set}" = set ] && [ -z "$CUDA_VISIBLE_DEVICES" ]; then
+  : # CUDA_VISIBLE_DEVICES set and empty: CUDA sees no GPU, whatever nvidia-smi lists
+elif command -v nvidia-smi >/dev/null 2>&1; then
+  first_visible=${CUDA_VISIBLE_DEVICES:-}
+  first_visible=${first_visible%%,*}
+  gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader ${first_visible:+-i "$first_visible"} \
+               2>/dev/null | head -n 1) || gpu_name=""
+fi
+if [ -z "$gpu_name" ]; then
+  echo "reproduce.sh: no NVIDIA GPU found (nvidia-smi is missing or lists no GPU)." >&2
+  echo "  The results are measurements of a GPU: nothing was built or run. (exit code 77)" >&2
+  exit 77
+fi
+
+# 2. The tools the steps below need, checked before the (long) build.
+missing=()
+for tool in cmake ninja python3; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import matplotlib' 2>/dev/null; then
+  missing+=("python3 matplotlib (pip install matplotlib)")
+fi
+if [ "$with_torch" = 1 ] && ! python3 -c 'import torch' 2>/dev/null; then
+  missing+=("python3 torch, for --with-torch (pip install torch)")
+fi
+ncu=""
+if [ "$with_dram" = 1 ]; then
+  ncu=${NCU:-$(command -v ncu || true)}
+  [ -z "$ncu" ] && [ -x /usr/local/cuda/bin/ncu ] && ncu=/usr/local/cuda/bin/ncu
+  [ -z "$ncu" ] && missing+=("ncu (Nsight Compute, for --with-dram; set NCU=/path/to/ncu)")
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  printf 'reproduce.sh: missing: %s\n' "${missing[@]}" >&2
+  exit 2
+fi
+
+slug=${SOFTMAX_GPU_SLUG:-$(python3 -c 'import sys; sys.path.insert(0, "tools"); import plot_results
+print(plot_results.gpu_slug(sys.argv[1]))' "$gpu_name")}
+# The commit, -dirty when anything but generated output (docs/results, docs/img, Markdown) differs
+# from it (plot_results.git_commit); "unknown" outside a git checkout. It holds no ',' or '=',
+# which --benchmark_context would take for separators.
+commit=$(python3 -c 'import sys; sys.path.insert(0, "tools"); import plot_results
+print(plot_results.git_commit())')
+results=docs/results
+bench_json=$results/bench_$slug.json
+torch_json=$results/torch_$slug.json
+dram_json=$results/dram_traffic_$slug.json
+echo "GPU: $gpu_name (results: $bench_json); commit $commit"
+
+# 3. Build.
+say "configure and build (cmake --preset default; cmake --build --preset default)"
+cmake --preset default
+cmake --build --preset default
+
+# 4. The benchmark, into a temporary file first so a failed run leaves the previous JSON alone.
+say "benchmark (build/bench/softmax_bench, a few minutes)"
+mkdir -p "$results"
+tmp_json=$(mktemp "$results/.bench_$slug.XXXXXX")
+trap 'rm -f "$tmp_json"' EXIT
+rc=0
+build/bench/softmax_bench --benchmark_out="$tmp_json" --benchmark_out_format=json \
+  --benchmark_context="commit=$commit,command=$command_line" || rc=$?
+if [ "$rc" -eq 77 ]; then
+  echo "reproduce.sh: softmax_bench found no usable GPU (exit code 77); nothing measured" >&2
+  exit 77
+elif [ "$rc" -ne 0 ]; then
+  echo "reproduce.sh: softmax_bench failed (exit code $rc)" >&2
+  exit "$rc"
+fi
+mv "$tmp_json" "$bench_json"
+chmod 644 "$bench_json"   # mktemp made it private
+
+# 5. Optional: torch.softmax, timed the same way.
+extra=()
+if [ "$with_torch" = 1 ]; then
+  say "torch.softmax (tools/torch_softmax_bench.py)"
+  python3 tools/torch_softmax_bench.py --out "$torch_json" --commit "$commit" --command "$command_line"
+  extra=(--extra "$torch_json")
+fi
+
+# 6. Charts and tables.
+say "charts and tables (tools/plot_results.py)"
+python3 tools/plot_results.py "$bench_json" ${extra[@]+"${extra[@]}"}
+
+# 7. Optional: measured DRAM traffic against the model.
+if [ "$with_dram" = 1 ]; then
+  say "DRAM traffic (tools/dram_traffic.py, Nsight Compute)"
+  python3 tools/dram_traffic.py --ncu "$ncu" --out "$dram_json" --commit "$commit" \
+    --command "$command_line"
+fi
+
+say "done"
+echo "  benchmark JSON:  $bench_json"
+if [ "$with_torch" = 1 ]; then echo "  torch JSON:      $torch_json"; fi
+if [ "$with_dram" = 1 ]; then echo "  DRAM JSON:       $dram_json"; fi
+echo "  charts:          docs/img/bandwidth.png, docs/img/staircase.png"
+echo "  tables:          the marked blocks in README.md and docs/*.md (listed above)"
+echo "  review with git diff; regenerate tables only: python3 tools/plot_results.py $bench_json"
