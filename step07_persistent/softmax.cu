@@ -3,28 +3,31 @@
 //
 // What changed: step06 gives every row one 256-thread block that parks the row in shared memory.
 //   Here the launcher picks the mapping by row length N, and every kernel is persistent: the grid
-//   is at most what the GPU holds at once (SMs x resident blocks per SM, from the occupancy
-//   calculator; fewer when there are fewer rows) and its blocks loop over the rows.
+//   is what the GPU holds at once (SMs x resident blocks per SM, from the occupancy calculator),
+//   balanced so every block gets the same number of rows, and its blocks loop over the rows.
 //   (a) N <= 128:   sub-warp groups; a row gets 1, 2, 4, 8, 16 or 32 lanes, one float4 each, so
 //                   a warp holds 32..1 rows and no lane idles for short rows.
 //   (b) N <= 2048:  a warp per row, held in registers: each lane issues all of its (up to 16)
 //                   float4 loads before using any, the max and the sum go through shuffles, the
 //                   exponentials stay in registers for the store. No shared memory, no barrier,
 //                   one exp per element.
-//   (c) N <= what shared memory holds (58,048 floats on an H100): a block per row (128, 256 or
-//                   512 threads, so that one batch of 8 float4 per thread covers the row up to
-//                   16K), cached in shared memory, reduced by shuffles and one barrier.
+//   (c) N <= ~29K:  a block per row (128..1024 threads, 3..8 float4 each), the block's rows
+//                   double- (or triple-) buffered in shared memory with cp.async, so the next row
+//                   streams in while this one is normalised; each thread then works on its items
+//                   in registers. Longer rows that still fit once in shared memory (~58K on an
+//                   H100), and all scalar rows, use a single buffer.
 //   (d) longer rows: a block per row in two passes over global memory (online max and sum, then
 //                   normalise), so every N >= 1 works: max_cols() is kNoColLimit.
 //   The float4 versions need cols % 4 == 0 and 16-byte aligned x and y (then every row start is
 //   aligned); otherwise the same mappings run with scalar accesses, (b) up to N = 1024.
+// Fast math: exponentials use the __expf intrinsic (exp_ below), not expf; its error stays
+//   inside the 1e-5 tolerance. -DSTEP07_ACCURATE_EXP switches back. No other fast-math.
 // Mapping:  (a) lane -> float4 of a row, group of g lanes -> row; (b) warp -> row, lane -> float4
 //           lane + 32k; (c), (d) block -> row, thread -> float4 t + kThreads*k. All grid-stride.
 // Traffic:  (a)-(c) read 1 and write 1 per element, 8*M*N bytes, the ideal. (d) reads twice,
 //           12*M*N bytes modeled (rows that long are re-read mostly from L2).
-// Limit:    DRAM bandwidth: with 8*M*N bytes moved and enough loads in flight, the kernel runs
-//           near a device-to-device memcpy of the same size. What is left is fixed cost (launch,
-//           the first load's latency, the last row's tail), which shows at small M*N.
+// Limit:    DRAM bandwidth for short rows (>= 0.95 of memcpy); for rows of 2K-16K columns the
+//           per-row block reduction with one block per SM (docs/notes/step07.md).
 // Run:      ./build/step07_persistent/step07_persistent   (--help for options)
 #include <cuda_pipeline_primitives.h>
 

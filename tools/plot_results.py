@@ -353,6 +353,40 @@ def render_sweep_table(res: Results, args: str, md_path: Path, root: Path) -> st
                       method_line(res, "N = columns per row"), "", source_line(res, md_path, root)])
 
 
+def render_target_check(res: Results, args: str, md_path: Path, root: Path) -> str:
+    """The final step's speed targets, checked over every N of the run: the lowest ratio to
+    memcpy for N >= 1024 (target 0.95) and below (target 0.90), and the N where it is not faster
+    than cuDNN (when cuDNN was measured)."""
+    _, words = parse_marker_args(args, (), "target-check")
+    if len(words) != 1:
+        raise MarkerError("target-check: name exactly one step, e.g. <!-- BEGIN target-check step07_persistent -->")
+    name = words[0]
+    if name not in res.steps:
+        raise unknown_step("target-check", name, res, res.steps)
+    pts = {n: p for n, p in res.points.get(name, {}).items()}
+    if not pts:
+        raise MarkerError(f"target-check: {name} has no measurement")
+    rows = []
+    for label, sel, target in (("N >= 1024", lambda n: n >= 1024, 0.95), ("N < 1024", lambda n: n < 1024, 0.90)):
+        chosen = [(p.ratio, n) for n, p in pts.items() if sel(n)]
+        if not chosen:
+            continue
+        worst, at = min(chosen)
+        below = sorted(n for r, n in chosen if r < target)
+        rows.append([f"ratio to memcpy, {label}", f">= {target:.2f}", f"{worst:.3f} (N = {at})",
+                     f"{len(chosen) - len(below)} of {len(chosen)}", "met" if not below else "not met"])
+    if "cudnn" in res.points:
+        both = [n for n in pts if res.point("cudnn", n)]
+        losses = sorted(n for n in both if pts[n].gbps <= res.point("cudnn", n).gbps)
+        worst = min((pts[n].gbps / res.point("cudnn", n).gbps, n) for n in both)
+        where = ", ".join(str(n) for n in losses[:6]) + (" ..." if len(losses) > 6 else "")
+        rows.append(["GB/s over cuDNN's", "> 1.00 at every N", f"{worst[0]:.3f} (N = {worst[1]})",
+                     f"{len(both) - len(losses)} of {len(both)}",
+                     "met" if not losses else f"not met (N = {where})"])
+    table = md_table(["target", "wanted", "worst measured", "N meeting it", "verdict"], "llrrl", rows)
+    return "\n".join([table, "", method_line(res, "every N of the run"), "", source_line(res, md_path, root)])
+
+
 # ------------------------------------------------------------------------------------------------
 # Markers (shared with tools/dram_traffic.py)
 # ------------------------------------------------------------------------------------------------
@@ -685,6 +719,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             renderers: Dict[str, Renderer] = {
                 "results-table": lambda a, md: render_results_table(res, a, md, root, args.table_n),
                 "sweep-table": lambda a, md: render_sweep_table(res, a, md, root),
+                "target-check": lambda a, md: render_target_check(res, a, md, root),
             }
             if update_markdown(root, renderers, args.check) and args.check:
                 print("tables are out of date: run tools/plot_results.py", file=sys.stderr)
