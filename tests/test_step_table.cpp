@@ -34,7 +34,7 @@ TEST(StepTable, ListsEveryStepFolderInOrder) {
   ASSERT_EQ(table.size(), folders.size());
   for (size_t i = 0; i < table.size(); ++i) {
     EXPECT_EQ(table[i].name, folders[i]);
-    char prefix[16];
+    char prefix[32];  // "step" + up to 20 digits + "_"
     std::snprintf(prefix, sizeof prefix, "step%02zu_", i);
     EXPECT_EQ(std::string(table[i].name).rfind(prefix, 0), 0u) << table[i].name;
   }
