@@ -139,6 +139,33 @@ __device__ __forceinline__ void block_reduce(float& max_val, float& sum, float2*
   warp_reduce(max_val, sum);
 }
 
+// Block-wide max and sum for a block whose threads hold their part of the row in registers
+// (path (c)): the max first, exactly, then the exponentials against it, then the sum. Each is a
+// butterfly in every warp, one value per warp through shared memory, one barrier, and a butterfly
+// over the kWarps values (each group of kWarps lanes reads all of them, so every lane ends with
+// the result). Plain fmaxf and add: cheaper than merging (max, sum) pairs, which needs two
+// exponentials per step. Two barriers per row; the max slots are safe to rewrite at the next row
+// because every warp passes the sum's barrier after reading them, and vice versa.
+template <int kThreads, bool kMax>
+__device__ __forceinline__ float block_all_reduce(float v, float* slots) {
+  constexpr int kWarps = kThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const float other = __shfl_xor_sync(kFullMask, v, offset);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  if (lane == 0) slots[threadIdx.x / kWarpSize] = v;
+  __syncthreads();
+  v = slots[lane % kWarps];
+#pragma unroll
+  for (int offset = kWarps / 2; offset > 0; offset /= 2) {
+    const float other = __shfl_xor_sync(kFullMask, v, offset);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  return v;
+}
+
 // A 16-byte store. STEP07_STREAMING_STORES (an experiment) marks it evict-first in L2 (st.global.cs).
 __device__ __forceinline__ void store4(float4* p, float4 v) {
 #ifdef STEP07_STREAMING_STORES
@@ -338,12 +365,12 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
 // L1), so the block has loads in flight all the time, not only at the start of each row. Thread t
 // copies items t, t + kThreads, ... (float4) and is the only thread that reads them back, so the
 // buffers need no barrier: cp.async's wait orders each thread's own copies. From shared memory the
-// thread's items go to registers once (at most kPipePacks float4), and everything after that works
-// on registers: one exp per element, taken against the thread's own max and rescaled at the end.
+// thread's items go to registers once (at most kPacks float4), and everything after that works on
+// registers: the row's max, one exp per element against it, the row's sum (block_all_reduce).
 template <int kThreads, int kPacks, int kStages>
 __global__ void __launch_bounds__(kThreads)
     pipelined_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
-  __shared__ float2 warp_pairs[2][kThreads / kWarpSize];
+  __shared__ float reduce_max[kThreads / kWarpSize], reduce_sum[kThreads / kWarpSize];
   extern __shared__ __align__(16) float4 stage[];  // kStages buffers of cols / 4 float4
   const int tid = threadIdx.x;
   const int items = cols / 4;
@@ -371,8 +398,8 @@ __global__ void __launch_bounds__(kThreads)
       __pipeline_commit();
     }
   }
-  int buf = 0, parity = 0;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
+  int buf = 0;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     // Start the row kStages - 1 ahead into the buffer the previous row used, then wait for this
     // row: "all but the newest kStages - 1 groups have landed".
     const int64_t ahead = row + int64_t(kStages - 1) * gridDim.x;
@@ -403,24 +430,22 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < 4; ++j) max_val = fmaxf(max_val, v[p][j]);
     }
 
-    // exp against the thread's own max, kept for the store. A -inf item (padding too) gives 0
-    // without exp: with a thread max of -inf, exp(-inf - -inf) would be NaN. A NaN still reaches
-    // the sum through exp, a +inf through exp(inf - inf): both rows come out NaN, as in torch.
+    // The row's max, then exp against it, kept for the store, then the row's sum. fmaxf skips a
+    // NaN, but the NaN reaches the sum through exp; a +inf gives exp(inf - inf) = NaN; a row of
+    // only -inf has max -inf and exp(NaN): all three rows come out NaN, as in torch. Padding is
+    // -inf and adds exp(-inf) = 0.
+    max_val = block_all_reduce<kThreads, true>(max_val, reduce_max);
     float sum = 0.f;
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        v[p][j] = v[p][j] == -INFINITY ? 0.f : exp_(v[p][j] - max_val);
+        v[p][j] = exp_(v[p][j] - max_val);
         sum += v[p][j];
       }
     }
-    const float thread_max = max_val;
-    block_reduce<kThreads>(max_val, sum, warp_pairs[parity]);
-
-    // exp(v - m_t) * exp(m_t - M) / S = exp(v - M) / S. A row of only -inf has S = 0 and every
-    // v = 0: 0 * inf = NaN, as in torch.
-    const float scale = rescale(thread_max, max_val) / sum;
+    sum = block_all_reduce<kThreads, false>(sum, reduce_sum);
+    const float scale = 1.f / sum;
     float4* out = reinterpret_cast<float4*>(y + static_cast<size_t>(row) * cols) + tid;
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
