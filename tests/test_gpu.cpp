@@ -50,8 +50,15 @@ std::vector<Case> cases() {
     list.push_back({64, n, InputKind::kHuge});
     list.push_back({64, n, InputKind::kLarge});
   }
-  // -inf / +inf / NaN entries (the 6-row pattern of make_input), short and long rows.
-  for (int n : {1, 2, 5, 64, 781, 4097, 16384}) list.push_back({12, n, InputKind::kNonFinite});
+  // -inf / +inf / NaN entries (the 6-row pattern of make_input), short and long rows: every
+  // step07 path (sub-warp, warp, pipelined with two and three buffers, single-buffer block, and
+  // their scalar versions).
+  for (int n : {1, 2, 5, 64, 781, 1024, 4096, 4097, 16384, 40000})
+    list.push_back({12, n, InputKind::kNonFinite});
+  list.push_back({64, 4096, InputKind::kHuge});
+  // Longer than two row buffers fit in shared memory, shorter than one: step07's single-buffer
+  // block path.
+  list.push_back({3, 40000});
   return list;
 }
 
