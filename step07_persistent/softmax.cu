@@ -2,20 +2,22 @@
 // step07_persistent: persistent kernels, a mapping sized to the row, rows held in registers.
 //
 // What changed: step06 gives every row one 256-thread block that parks the row in shared memory.
-//   Here the launcher picks the mapping by row length N, and every kernel is persistent: the grid
+//   Here the launcher picks the mapping by row length N, and the kernels are persistent: the grid
 //   is what the GPU holds at once (SMs x resident blocks per SM, from the occupancy calculator),
-//   balanced so every block gets the same number of rows, and its blocks loop over the rows.
+//   balanced so every block gets the same number of rows, and its blocks loop over the rows. One
+//   path, (c), measured faster with one block per row, and keeps that.
 //   (a) N <= 128:   sub-warp groups; a row gets 1, 2, 4, 8, 16 or 32 lanes, one float4 each, so
 //                   a warp holds 32..1 rows and no lane idles for short rows.
 //   (b) N <= 2048:  a warp per row, held in registers: each lane issues all of its (up to 16)
 //                   float4 loads before using any, the max and the sum go through shuffles, the
 //                   exponentials stay in registers for the store. No shared memory, no barrier,
 //                   one exp per element.
-//   (c) N <= ~29K:  a block per row (128..1024 threads, 3..8 float4 each), the block's rows
-//                   double- (or triple-) buffered in shared memory with cp.async, so the next row
-//                   streams in while this one is normalised; each thread then works on its items
-//                   in registers. Longer rows that still fit once in shared memory (~58K on an
-//                   H100), and all scalar rows, use a single buffer.
+//   (c) N <= 16K:   a block per row held in registers (128 or 256 threads, 5..16 float4 each),
+//                   one block per row rather than a persistent grid: the measured exception.
+//   (c') N <= ~29K: a block per row, the block's rows double-buffered in shared memory with
+//                   cp.async, so the next row streams in while this one is normalised.
+//   (c'') N <= ~58K (all that fits once in shared memory on an H100), and all scalar rows
+//                   beyond path (b): a block per row, one shared-memory buffer.
 //   (d) longer rows: a block per row in two passes over global memory (online max and sum, then
 //                   normalise), so every N >= 1 works: max_cols() is kNoColLimit.
 //   The float4 versions need cols % 4 == 0 and 16-byte aligned x and y (then every row start is
@@ -24,10 +26,10 @@
 //   inside the 1e-5 tolerance. -DSTEP07_ACCURATE_EXP switches back. No other fast-math.
 // Mapping:  (a) lane -> float4 of a row, group of g lanes -> row; (b) warp -> row, lane -> float4
 //           lane + 32k; (c), (d) block -> row, thread -> float4 t + kThreads*k. All grid-stride.
-// Traffic:  (a)-(c) read 1 and write 1 per element, 8*M*N bytes, the ideal. (d) reads twice,
+// Traffic:  (a)-(c'') read 1 and write 1 per element, 8*M*N bytes, the ideal. (d) reads twice,
 //           12*M*N bytes modeled (rows that long are re-read mostly from L2).
-// Limit:    DRAM bandwidth for short rows (>= 0.95 of memcpy); for rows of 2K-16K columns the
-//           per-row block reduction with one block per SM (docs/notes/step07.md).
+// Limit:    DRAM bandwidth: 0.94-1.0 of a device-to-device memcpy over N = 256..16K on an H100
+//           (docs/notes/step07.md has the tuning log). Left: fixed latency at tiny matrices.
 // Run:      ./build/step07_persistent/step07_persistent   (--help for options)
 #include <cuda_pipeline_primitives.h>
 
@@ -75,6 +77,12 @@ constexpr int kPipePacks = STEP07_PIPE_PACKS;
 #define STEP07_THREE_STAGES_TO 6144
 #endif
 constexpr int kThreeStagesFrom = STEP07_THREE_STAGES_FROM;
+// Path (c), float4: rows longer than this, up to 16K columns, are held in registers by a block,
+// one block per row (measured best from 2K up: docs/notes/step07.md, change 7).
+#ifndef STEP07_REGISTER_BLOCK_FROM
+#define STEP07_REGISTER_BLOCK_FROM 2048
+#endif
+constexpr int kRegisterBlockFrom = STEP07_REGISTER_BLOCK_FROM;
 constexpr int kThreeStagesTo = STEP07_THREE_STAGES_TO;
 
 // The exponential every path uses. By default the hardware approximation __expf: exp2 of
@@ -457,6 +465,62 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Path (c), float4, rows of 2K-16K columns: a block per row held in registers, no shared-memory
+// staging: each thread loads its kPacks float4 straight from global memory (all of them before
+// using any), then the row's max, one exp per element, the row's sum, the store. Two or more
+// blocks share an SM, so one loads while another reduces.
+template <int kThreads, int kPacks>
+__global__ void __launch_bounds__(kThreads, 2)
+    register_block_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+  __shared__ float reduce_max[kThreads / kWarpSize], reduce_sum[kThreads / kWarpSize];
+  const int tid = threadIdx.x;
+  const int items = cols / 4;
+  const int left = items - tid;  // pack p is in the row when p * kThreads < left
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float4* in = reinterpret_cast<const float4*>(x + static_cast<size_t>(row) * cols) + tid;
+    float v[kPacks][4];
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      if (p * kThreads < left) {
+        const float4 t = in[p * kThreads];
+        v[p][0] = t.x;
+        v[p][1] = t.y;
+        v[p][2] = t.z;
+        v[p][3] = t.w;
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[p][j] = -INFINITY;
+      }
+    }
+    float max_val = -INFINITY;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) max_val = fmaxf(max_val, v[p][j]);
+    }
+    // As in pipelined_kernel: NaN, +inf and all -inf rows come out NaN; padding adds exp(-inf) = 0.
+    max_val = block_all_reduce<kThreads, true>(max_val, reduce_max);
+    float sum = 0.f;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        v[p][j] = exp_(v[p][j] - max_val);
+        sum += v[p][j];
+      }
+    }
+    sum = block_all_reduce<kThreads, false>(sum, reduce_sum);
+    const float scale = 1.f / sum;
+    float4* out = reinterpret_cast<float4*>(y + static_cast<size_t>(row) * cols) + tid;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      if (p * kThreads < left)
+        store4(out + p * kThreads, make_float4(v[p][0] * scale, v[p][1] * scale,
+                                               v[p][2] * scale, v[p][3] * scale));
+    }
+  }
+}
+
 // Path (d): a block per row too long for shared memory. Pass 1 folds each batch into an online
 // (max, sum); pass 2 reads the row from global memory again (from L2 when it is still there).
 // (Its float4 version needs ~80 registers, so one 512-thread block per SM; its 8 float4 loads
@@ -647,10 +711,19 @@ void launch_persistent(KernelFn kernel, int threads, size_t smem_bytes, int64_t 
   CUDA_CHECK_LAUNCH();
 }
 
+#ifndef STEP07_WARP_PERSISTENT
+#define STEP07_WARP_PERSISTENT 1
+#endif
 template <int kGroup, int kPacks, int kVec>
 void launch_warp(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   constexpr int kRowsPerBlock = kWarpPathThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
+  if (!STEP07_WARP_PERSISTENT && work_blocks <= INT32_MAX) {
+    warp_kernel<kGroup, kPacks, kVec><<<static_cast<unsigned>(work_blocks), kWarpPathThreads, 0,
+                                        stream>>>(x, y, rows, cols);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   launch_persistent(warp_kernel<kGroup, kPacks, kVec>, kWarpPathThreads, 0, work_blocks, x, y,
                     rows, cols, stream);
 }
@@ -690,6 +763,46 @@ void launch_pipelined_packs(int items, const float* x, float* y, int rows, int c
   if (packs <= 6) return launch_pipelined<kThreads, 6>(x, y, rows, cols, stream);
   if (packs <= 7) return launch_pipelined<kThreads, 7>(x, y, rows, cols, stream);
   return launch_pipelined<kThreads, 8>(x, y, rows, cols, stream);
+}
+
+// Path (c): 128 threads for rows up to 8K columns, 256 up to 16K; 5..16 float4 per thread. One
+// block per row, not a persistent grid: measured, the hardware's block scheduler, which hands an
+// SM a new row the moment one of its blocks finishes, beat a persistent grid that deals rows out
+// in a fixed order by 3-6% at 4K-16K columns (docs/notes/step07.md, change 7).
+// STEP07_REGISTER_BLOCK_PERSISTENT=1 restores the persistent grid for comparison.
+#ifndef STEP07_REGISTER_BLOCK_PERSISTENT
+#define STEP07_REGISTER_BLOCK_PERSISTENT 0
+#endif
+template <int kThreads, int kPacks>
+void launch_register_block(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  if (STEP07_REGISTER_BLOCK_PERSISTENT) {
+    return launch_persistent(register_block_kernel<kThreads, kPacks>, kThreads, 0, rows, x, y,
+                             rows, cols, stream);
+  }
+  register_block_kernel<kThreads, kPacks><<<rows, kThreads, 0, stream>>>(x, y, rows, cols);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <int kThreads>
+void launch_register_block_packs(int items, const float* x, float* y, int rows, int cols,
+                                 cudaStream_t stream) {
+  const int packs = (items + kThreads - 1) / kThreads;
+  if constexpr (kThreads == 128) {  // rows of 2K-4K columns: 5..8 float4 per thread
+    if (packs <= 5) return launch_register_block<kThreads, 5>(x, y, rows, cols, stream);
+    if (packs <= 6) return launch_register_block<kThreads, 6>(x, y, rows, cols, stream);
+    if (packs <= 7) return launch_register_block<kThreads, 7>(x, y, rows, cols, stream);
+    if (packs <= 8) return launch_register_block<kThreads, 8>(x, y, rows, cols, stream);
+  }
+  switch (packs) {
+    case 9: return launch_register_block<kThreads, 9>(x, y, rows, cols, stream);
+    case 10: return launch_register_block<kThreads, 10>(x, y, rows, cols, stream);
+    case 11: return launch_register_block<kThreads, 11>(x, y, rows, cols, stream);
+    case 12: return launch_register_block<kThreads, 12>(x, y, rows, cols, stream);
+    case 13: return launch_register_block<kThreads, 13>(x, y, rows, cols, stream);
+    case 14: return launch_register_block<kThreads, 14>(x, y, rows, cols, stream);
+    case 15: return launch_register_block<kThreads, 15>(x, y, rows, cols, stream);
+    default: return launch_register_block<kThreads, 16>(x, y, rows, cols, stream);
+  }
 }
 
 // Path (a): one item per lane, the group the smallest power of two that covers the row.
@@ -753,11 +866,17 @@ void launch_by_length(const float* x, float* y, int rows, int cols, cudaStream_t
       return launch_warp_scalar(packs, x, y, rows, cols, stream);
     }
   }
-  // (c) a block per row, in shared memory. float4 rows whose two buffers fit: pipelined, the
-  // smallest block whose kPipePacks float4 per thread cover the row. Otherwise (scalar rows, or
-  // float4 rows too long for two buffers): one buffer, the smallest block whose one batch covers
-  // the row.
+  // (c) float4 rows of 2K-16K columns: a block per row in registers. (c') longer float4 rows whose
+  // two buffers fit: pipelined through shared memory, the smallest block whose kPipePacks float4
+  // per thread cover the row. (c'') the rest that fits once in shared memory (scalar rows, float4
+  // rows too long for two buffers): one buffer, the smallest block whose one batch covers it.
   if constexpr (kVec == 4) {
+    // (c) rows of 2K-16K columns: a block per row, in registers.
+    if (cols > kRegisterBlockFrom && cols <= 256 * 16 * 4) {
+      if (items <= 128 * 16) return launch_register_block_packs<128>(items, x, y, rows, cols, stream);
+      return launch_register_block_packs<256>(items, x, y, rows, cols, stream);
+    }
+    // (c') longer rows whose two buffers fit: pipelined through shared memory.
     if (cols <= device_info().pipe_cols) {
       if (items <= 128 * kPipePacks) return launch_pipelined_packs<128>(items, x, y, rows, cols, stream);
       if (items <= 256 * kPipePacks) return launch_pipelined_packs<256>(items, x, y, rows, cols, stream);
@@ -765,6 +884,7 @@ void launch_by_length(const float* x, float* y, int rows, int cols, cudaStream_t
       return launch_pipelined_packs<1024>(items, x, y, rows, cols, stream);
     }
   }
+  // (c'')
   if (cols <= device_info().cache_cols) {
     if (items <= 128 * kBatch) return launch_block<128, kVec>(x, y, rows, cols, stream);
     if (items <= 256 * kBatch) return launch_block<256, kVec>(x, y, rows, cols, stream);
