@@ -51,13 +51,14 @@ std::vector<Case> cases() {
     list.push_back({64, n, InputKind::kLarge});
   }
   // -inf / +inf / NaN entries (the 6-row pattern of make_input), short and long rows: every
-  // step07 path (sub-warp, warp, pipelined with two and three buffers, single-buffer block, and
+  // step07 path (sub-warp, warp, block in registers, pipelined block, single-buffer block, and
   // their scalar versions).
-  for (int n : {1, 2, 5, 64, 781, 1024, 4096, 4097, 16384, 40000})
+  for (int n : {1, 2, 5, 64, 781, 1024, 4096, 4097, 16384, 20000, 40000})
     list.push_back({12, n, InputKind::kNonFinite});
   list.push_back({64, 4096, InputKind::kHuge});
-  // Longer than two row buffers fit in shared memory, shorter than one: step07's single-buffer
-  // block path.
+  // Rows past step07's register path whose two buffers fit in shared memory (pipelined), and rows
+  // longer than two buffers but shorter than one (single buffer).
+  list.push_back({3, 20000});
   list.push_back({3, 40000});
   return list;
 }
