@@ -68,22 +68,15 @@ constexpr int kTwoPassThreads = 512;
 #define STEP07_PIPE_PACKS 8
 #endif
 constexpr int kPipePacks = STEP07_PIPE_PACKS;
-// Path (c), float4: rows in (kThreeStagesFrom, kThreeStagesTo] columns get three shared-memory
-// buffers per block, the others two (compile-time tunable for experiments).
-#ifndef STEP07_THREE_STAGES_FROM
-#define STEP07_THREE_STAGES_FROM 3328
-#endif
-#ifndef STEP07_THREE_STAGES_TO
-#define STEP07_THREE_STAGES_TO 6144
-#endif
-constexpr int kThreeStagesFrom = STEP07_THREE_STAGES_FROM;
+// Path (c'): shared-memory buffers per block (the kernel takes any count; three measured no
+// better than two, docs/notes/step07.md).
+constexpr int kPipeStages = 2;
 // Path (c), float4: rows longer than this, up to 16K columns, are held in registers by a block,
 // one block per row (measured best from 2K up: docs/notes/step07.md, change 7).
 #ifndef STEP07_REGISTER_BLOCK_FROM
 #define STEP07_REGISTER_BLOCK_FROM 2048
 #endif
 constexpr int kRegisterBlockFrom = STEP07_REGISTER_BLOCK_FROM;
-constexpr int kThreeStagesTo = STEP07_THREE_STAGES_TO;
 
 // The exponential every path uses. By default the hardware approximation __expf: exp2 of
 // x*log2(e) on the special-function unit, two instructions instead of the dozen or so of an
@@ -635,9 +628,7 @@ void opt_in_pipelined_stages(int optin_bytes, int& pipe_cols) {
 
 template <int kThreads, int kPacks>
 void opt_in_pipelined(int optin_bytes, int& pipe_cols) {
-  opt_in_pipelined_stages<kThreads, kPacks, 2>(optin_bytes, pipe_cols);
-  int unused = softmax::kNoColLimit;  // three buffers are only used where they fit
-  opt_in_pipelined_stages<kThreads, kPacks, 3>(optin_bytes, unused);
+  opt_in_pipelined_stages<kThreads, kPacks, kPipeStages>(optin_bytes, pipe_cols);
 }
 
 // Every (threads, packs) pair the dispatch can pick: 3..8 packs at 128 threads, 5..8 at larger
@@ -735,18 +726,11 @@ void launch_block(const float* x, float* y, int rows, int cols, cudaStream_t str
                     stream);
 }
 
-// Two buffers, or three for the row lengths where measurement preferred them (see
-// docs/notes/step07.md: three help from about 3.3K to 6K columns, two are better elsewhere).
 template <int kThreads, int kPacks>
 void launch_pipelined(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
-  if (cols > kThreeStagesFrom && cols <= kThreeStagesTo) {
-    const size_t smem_bytes = 3 * static_cast<size_t>(cols) * sizeof(float);
-    return launch_persistent(pipelined_kernel<kThreads, kPacks, 3>, kThreads, smem_bytes, rows, x,
-                             y, rows, cols, stream);
-  }
-  const size_t smem_bytes = 2 * static_cast<size_t>(cols) * sizeof(float);
-  launch_persistent(pipelined_kernel<kThreads, kPacks, 2>, kThreads, smem_bytes, rows, x, y, rows,
-                    cols, stream);
+  const size_t smem_bytes = kPipeStages * static_cast<size_t>(cols) * sizeof(float);
+  launch_persistent(pipelined_kernel<kThreads, kPacks, kPipeStages>, kThreads, smem_bytes, rows, x,
+                    y, rows, cols, stream);
 }
 
 // The packs per thread: just enough to cover the row (padding packs would cost exps), at least
