@@ -167,13 +167,53 @@ __device__ __forceinline__ float block_all_reduce(float v, float* slots) {
   return v;
 }
 
-// A 16-byte store. STEP07_STREAMING_STORES (an experiment) marks it evict-first in L2 (st.global.cs).
-__device__ __forceinline__ void store4(float4* p, float4 v) {
-#ifdef STEP07_STREAMING_STORES
-  __stcs(p, v);
-#else
-  *p = v;
-#endif
+// The row-in-registers softmax of a block, shared by paths (c) and (c'): thread t takes float4
+// t, t + kThreads, ... (kPacks of them at most; `src` and `dst` point at its first, `left` is
+// the number of float4 from there to the row's end), all loaded before any is used, then the
+// row's max, one exp per element against it, the row's sum, the store. fmaxf skips a NaN, but the
+// NaN reaches the sum through exp; a +inf gives exp(inf - inf) = NaN; a row of only -inf has max
+// -inf and exp(NaN): all three rows come out NaN, as in torch. Padding is -inf and adds 0.
+template <int kThreads, int kPacks>
+__device__ __forceinline__ void softmax_row_in_registers(const float4* src, float4* dst, int left,
+                                                         float* reduce_max, float* reduce_sum) {
+  float v[kPacks][4];
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    if (p * kThreads < left) {
+      const float4 t = src[p * kThreads];
+      v[p][0] = t.x;
+      v[p][1] = t.y;
+      v[p][2] = t.z;
+      v[p][3] = t.w;
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[p][j] = -INFINITY;
+    }
+  }
+  float max_val = -INFINITY;
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) max_val = fmaxf(max_val, v[p][j]);
+  }
+  max_val = block_all_reduce<kThreads, true>(max_val, reduce_max);
+  float sum = 0.f;
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v[p][j] = exp_(v[p][j] - max_val);
+      sum += v[p][j];
+    }
+  }
+  sum = block_all_reduce<kThreads, false>(sum, reduce_sum);
+  const float scale = 1.f / sum;
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    if (p * kThreads < left)
+      dst[p * kThreads] =
+          make_float4(v[p][0] * scale, v[p][1] * scale, v[p][2] * scale, v[p][3] * scale);
+  }
 }
 
 // One item is kVec consecutive floats: a float4 (one 16-byte access) or a single float. The
@@ -194,7 +234,7 @@ __device__ __forceinline__ void load_item(const float* p, float (&v)[kVec]) {
 template <int kVec>
 __device__ __forceinline__ void store_item(float* p, const float (&v)[kVec]) {
   if constexpr (kVec == 4) {
-    store4(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
   } else {
     *p = v[0];
   }
@@ -413,47 +453,8 @@ __global__ void __launch_bounds__(kThreads)
     __pipeline_wait_prior(kStages - 1);
 
     const float4* cached = stage + static_cast<size_t>(buf) * items + tid;
-    float v[kPacks][4];
-    float max_val = -INFINITY;
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      if (p * kThreads < left) {
-        const float4 t = cached[p * kThreads];
-        v[p][0] = t.x;
-        v[p][1] = t.y;
-        v[p][2] = t.z;
-        v[p][3] = t.w;
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) v[p][j] = -INFINITY;
-      }
-#pragma unroll
-      for (int j = 0; j < 4; ++j) max_val = fmaxf(max_val, v[p][j]);
-    }
-
-    // The row's max, then exp against it, kept for the store, then the row's sum. fmaxf skips a
-    // NaN, but the NaN reaches the sum through exp; a +inf gives exp(inf - inf) = NaN; a row of
-    // only -inf has max -inf and exp(NaN): all three rows come out NaN, as in torch. Padding is
-    // -inf and adds exp(-inf) = 0.
-    max_val = block_all_reduce<kThreads, true>(max_val, reduce_max);
-    float sum = 0.f;
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        v[p][j] = exp_(v[p][j] - max_val);
-        sum += v[p][j];
-      }
-    }
-    sum = block_all_reduce<kThreads, false>(sum, reduce_sum);
-    const float scale = 1.f / sum;
     float4* out = reinterpret_cast<float4*>(y + static_cast<size_t>(row) * cols) + tid;
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      if (p * kThreads < left)
-        store4(out + p * kThreads, make_float4(v[p][0] * scale, v[p][1] * scale,
-                                               v[p][2] * scale, v[p][3] * scale));
-    }
+    softmax_row_in_registers<kThreads, kPacks>(cached, out, left, reduce_max, reduce_sum);
     buf = buf + 1 == kStages ? 0 : buf + 1;
   }
 }
@@ -471,46 +472,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int left = items - tid;  // pack p is in the row when p * kThreads < left
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const float4* in = reinterpret_cast<const float4*>(x + static_cast<size_t>(row) * cols) + tid;
-    float v[kPacks][4];
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      if (p * kThreads < left) {
-        const float4 t = in[p * kThreads];
-        v[p][0] = t.x;
-        v[p][1] = t.y;
-        v[p][2] = t.z;
-        v[p][3] = t.w;
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) v[p][j] = -INFINITY;
-      }
-    }
-    float max_val = -INFINITY;
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) max_val = fmaxf(max_val, v[p][j]);
-    }
-    // As in pipelined_kernel: NaN, +inf and all -inf rows come out NaN; padding adds exp(-inf) = 0.
-    max_val = block_all_reduce<kThreads, true>(max_val, reduce_max);
-    float sum = 0.f;
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        v[p][j] = exp_(v[p][j] - max_val);
-        sum += v[p][j];
-      }
-    }
-    sum = block_all_reduce<kThreads, false>(sum, reduce_sum);
-    const float scale = 1.f / sum;
     float4* out = reinterpret_cast<float4*>(y + static_cast<size_t>(row) * cols) + tid;
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      if (p * kThreads < left)
-        store4(out + p * kThreads, make_float4(v[p][0] * scale, v[p][1] * scale,
-                                               v[p][2] * scale, v[p][3] * scale));
-    }
+    softmax_row_in_registers<kThreads, kPacks>(in, out, left, reduce_max, reduce_sum);
   }
 }
 
@@ -702,19 +665,10 @@ void launch_persistent(KernelFn kernel, int threads, size_t smem_bytes, int64_t 
   CUDA_CHECK_LAUNCH();
 }
 
-#ifndef STEP07_WARP_PERSISTENT
-#define STEP07_WARP_PERSISTENT 1
-#endif
 template <int kGroup, int kPacks, int kVec>
 void launch_warp(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   constexpr int kRowsPerBlock = kWarpPathThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
-  if (!STEP07_WARP_PERSISTENT && work_blocks <= INT32_MAX) {
-    warp_kernel<kGroup, kPacks, kVec><<<static_cast<unsigned>(work_blocks), kWarpPathThreads, 0,
-                                        stream>>>(x, y, rows, cols);
-    CUDA_CHECK_LAUNCH();
-    return;
-  }
   launch_persistent(warp_kernel<kGroup, kPacks, kVec>, kWarpPathThreads, 0, work_blocks, x, y,
                     rows, cols, stream);
 }
