@@ -4,15 +4,18 @@
 //
 // Each benchmark is one Google Benchmark iteration whose manual time is the median of the common
 // timer's runs (L2 flushed before each), so bytes_per_second is the effective bandwidth
-// 2*M*N*4 / median. Counters: GBps, memcpy_GBps, ratio_to_memcpy (memcpy of the same size,
-// measured in the same run), median_us, min_us, model_bytes (the step's traffic model).
+// 2*M*N*4 / median. Counters: GBps, memcpy_GBps, ratio_to_memcpy (a memcpy of the same size,
+// timed interleaved with the step, launch by launch), median_us, min_us, model_bytes (the step's
+// traffic model), and for the baselines final_step_speedup: the baseline's median time over the
+// final step's, the two timed in the same rounds (> 1: the final step is faster). The memcpy
+// rows are a memcpy timed on its own at the start of the run.
 //
 //   ./build/bench/softmax_bench --benchmark_out=results.json --benchmark_out_format=json
 //   ./build/bench/softmax_bench --benchmark_filter='step07|memcpy'
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
-#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +28,6 @@ namespace {
 
 using softmax::Measurement;
 using softmax::Step;
-using softmax::Timing;
 
 constexpr int kRows = 4096;
 constexpr int kRuns = 30;
@@ -51,16 +53,6 @@ bool uses_coarse_grid(const std::string& name) {
 struct Context {
   softmax::Timer timer;
   softmax::TimingBuffers buffers{size_t(kRows) * 128 * 128};
-  std::map<int, Timing> memcpy_by_cols;  // measured once per size, shared by every benchmark
-
-  const Timing& memcpy(int cols) {
-    auto it = memcpy_by_cols.find(cols);
-    if (it == memcpy_by_cols.end()) {
-      const size_t bytes = size_t(kRows) * cols * sizeof(float);
-      it = memcpy_by_cols.emplace(cols, timer.time_memcpy(buffers.y(), buffers.x(), bytes, kRuns)).first;
-    }
-    return it->second;
-  }
 };
 
 void report(benchmark::State& state, const Measurement& m, const std::string& label) {
@@ -74,6 +66,7 @@ void report(benchmark::State& state, const Measurement& m, const std::string& la
   state.counters["median_us"] = m.kernel.median_ms * 1e3;
   state.counters["min_us"] = m.kernel.min_ms * 1e3;
   state.counters["model_bytes"] = m.model_bytes;
+  if (m.rival.runs > 0) state.counters["final_step_speedup"] = m.rival_speedup;
 }
 
 // After the loop, where state.iterations() counts the finished iteration: bytes_per_second is
@@ -82,10 +75,14 @@ void set_bytes(benchmark::State& state, int cols) {
   state.SetBytesProcessed(int64_t(2) * kRows * cols * int64_t(sizeof(float)) * state.iterations());
 }
 
-void bench_step(benchmark::State& state, Context* ctx, Step step, int cols) {
+// A baseline (`rival` set) is timed in the same rounds as the final step, head to head.
+void bench_step(benchmark::State& state, Context* ctx, Step step, int cols,
+                std::optional<Step> rival = std::nullopt) {
   for (auto _ : state) {
     try {
-      report(state, softmax::measure(step, ctx->timer, ctx->buffers, kRows, cols, kRuns, ctx->memcpy(cols)),
+      report(state,
+             softmax::measure(step, ctx->timer, ctx->buffers, kRows, cols, kRuns,
+                              rival ? &*rival : nullptr),
              step.name);
     } catch (const std::exception& e) {
       state.SkipWithError(e.what());
@@ -100,7 +97,8 @@ void bench_memcpy(benchmark::State& state, Context* ctx, int cols) {
     Measurement m;
     m.rows = kRows;
     m.cols = cols;
-    m.kernel = m.memcpy = ctx->memcpy(cols);
+    const size_t bytes = size_t(kRows) * cols * sizeof(float);
+    m.kernel = m.memcpy = ctx->timer.time_memcpy(ctx->buffers.y(), ctx->buffers.x(), bytes, kRuns);
     m.gbps = m.memcpy_gbps = softmax::effective_gbps(kRows, cols, m.kernel.median_ms);
     m.ratio = 1.0;
     m.model_bytes = softmax::kIdealTraffic.bytes(kRows, cols);
@@ -143,16 +141,24 @@ int main(int argc, char** argv) {
     for (const Step& s : softmax::all_steps()) order += std::string(",") + s.name;
     for (const Step& s : baselines::all()) order += std::string(",") + s.name;
     benchmark::AddCustomContext("implementations", order);
+    benchmark::AddCustomContext("final_step", softmax::all_steps().back().name);
+    benchmark::AddCustomContext("memcpy_timing", "interleaved with each step, launch by launch");
     for (const Step& s : softmax::all_steps()) benchmark::AddCustomContext(std::string("lesson:") + s.name, s.lesson);
     for (const Step& s : baselines::all()) benchmark::AddCustomContext(std::string("lesson:") + s.name, s.lesson);
 
     Context ctx;
     for (int cols : full_grid()) add("memcpy", cols, [&ctx, cols](benchmark::State& st) { bench_memcpy(st, &ctx, cols); });
-    std::vector<Step> all = softmax::all_steps();
-    for (const Step& s : baselines::all()) all.push_back(s);
-    for (const Step& s : all) {
+    const std::vector<Step> steps = softmax::all_steps();
+    for (const Step& s : steps) {
       for (int cols : uses_coarse_grid(s.name) ? coarse_grid() : full_grid())
         add(s.name, cols, [&ctx, s, cols](benchmark::State& st) { bench_step(st, &ctx, s, cols); });
+    }
+    const Step final_step = steps.back();
+    for (const Step& s : baselines::all()) {
+      for (int cols : full_grid())
+        add(s.name, cols, [&ctx, s, cols, final_step](benchmark::State& st) {
+          bench_step(st, &ctx, s, cols, final_step);
+        });
     }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

@@ -5,6 +5,7 @@
 #include <exception>
 #include <fstream>
 #include <stdexcept>
+#include <vector>
 
 #include "common/cli.h"
 #include "common/cuda_check.h"
@@ -27,25 +28,32 @@ TimingBuffers::TimingBuffers(size_t max_elements) : x_(max_elements), y_(max_ele
 }
 
 Measurement measure(const Step& step, Timer& timer, const TimingBuffers& buf, int rows, int cols,
-                    int iters, const Timing& memcpy) {
+                    int iters, const Step* rival) {
   const size_t n = static_cast<size_t>(rows) * cols;
   if (n > buf.capacity()) throw std::invalid_argument("measure: shape exceeds the buffers");
+  const size_t bytes = n * sizeof(float);
+  std::vector<Timer::Enqueue> enqueues = {
+      [&](cudaStream_t s) { step.launch(buf.x(), buf.y(), rows, cols, s); },
+      [&](cudaStream_t s) {
+        CUDA_CHECK(cudaMemcpyAsync(buf.y(), buf.x(), bytes, cudaMemcpyDeviceToDevice, s));
+      }};
+  if (rival != nullptr)
+    enqueues.push_back([&](cudaStream_t s) { rival->launch(buf.x(), buf.y(), rows, cols, s); });
+  const std::vector<Timing> t = timer.time_interleaved(enqueues, iters);
   Measurement m;
+  if (rival != nullptr) {
+    m.rival = t[2];
+    m.rival_speedup = t[0].median_ms / t[2].median_ms;
+  }
   m.rows = rows;
   m.cols = cols;
-  m.memcpy = memcpy;
-  m.kernel = timer.time([&](cudaStream_t s) { step.launch(buf.x(), buf.y(), rows, cols, s); }, iters);
+  m.kernel = t[0];
+  m.memcpy = t[1];
   m.gbps = effective_gbps(rows, cols, m.kernel.median_ms);
   m.memcpy_gbps = effective_gbps(rows, cols, m.memcpy.median_ms);
   m.ratio = m.gbps / m.memcpy_gbps;
   m.model_bytes = step.traffic(cols).bytes(rows, cols);
   return m;
-}
-
-Measurement measure(const Step& step, Timer& timer, const TimingBuffers& buf, int rows, int cols,
-                    int iters) {
-  const size_t bytes = static_cast<size_t>(rows) * cols * sizeof(float);
-  return measure(step, timer, buf, rows, cols, iters, timer.time_memcpy(buf.y(), buf.x(), bytes, iters));
 }
 
 namespace {

@@ -39,13 +39,14 @@ struct Measurement {
   double memcpy_gbps = 0;  // the same formula for the memcpy of 4*M*N bytes
   double ratio = 0;        // gbps / memcpy_gbps
   double model_bytes = 0;  // the step's traffic model at this shape
+  Timing rival;            // the rival's timing, when one was given (else runs == 0)
+  double rival_speedup = 0;  // this step's median time / the rival's: > 1 when the rival is faster
 };
 
-// Times step and memcpy at rows x cols (launch errors throw).
+// Times step and a memcpy of the same bytes at rows x cols, interleaved launch by launch, so the
+// ratio compares the two under the same conditions (launch errors throw). With a rival, that
+// step is timed in the same rounds too: a head-to-head comparison free of drift.
 Measurement measure(const Step& step, Timer& timer, const TimingBuffers& buf, int rows, int cols,
-                    int iters);
-// The same with an already-measured memcpy of this size.
-Measurement measure(const Step& step, Timer& timer, const TimingBuffers& buf, int rows, int cols,
-                    int iters, const Timing& memcpy);
+                    int iters, const Step* rival = nullptr);
 
 }  // namespace softmax

@@ -55,26 +55,39 @@ void Timer::flush_l2() {
   CUDA_CHECK_LAUNCH();
 }
 
-Timing Timer::time(const std::function<void(cudaStream_t)>& enqueue, int runs) {
+Timing Timer::time(const Enqueue& enqueue, int runs) {
+  return time_interleaved({enqueue}, runs).front();
+}
+
+std::vector<Timing> Timer::time_interleaved(const std::vector<Enqueue>& enqueues, int runs) {
   if (runs < 1) throw std::invalid_argument("Timer::time: runs must be >= 1");
-  for (int i = 0; i < kWarmupRuns; ++i) enqueue(stream_);
+  if (enqueues.empty()) throw std::invalid_argument("Timer::time_interleaved: nothing to time");
+  const size_t n = enqueues.size();
+  for (const Enqueue& enqueue : enqueues)
+    for (int i = 0; i < kWarmupRuns; ++i) enqueue(stream_);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 
-  std::vector<float> ms(runs);
+  std::vector<std::vector<float>> ms(n, std::vector<float>(runs));
   for (int i = 0; i < runs; ++i) {
-    flush_l2();
-    CUDA_CHECK(cudaEventRecord(start_, stream_));
-    enqueue(stream_);
-    CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    CUDA_CHECK(cudaEventSynchronize(stop_));
-    CUDA_CHECK(cudaEventElapsedTime(&ms[i], start_, stop_));
+    for (size_t k = 0; k < n; ++k) {
+      const size_t j = (i + k) % n;  // round i starts with entry i mod n
+      flush_l2();
+      CUDA_CHECK(cudaEventRecord(start_, stream_));
+      enqueues[j](stream_);
+      CUDA_CHECK(cudaEventRecord(stop_, stream_));
+      CUDA_CHECK(cudaEventSynchronize(stop_));
+      CUDA_CHECK(cudaEventElapsedTime(&ms[j][i], start_, stop_));
+    }
   }
-  std::sort(ms.begin(), ms.end());
-  Timing t;
-  t.runs = runs;
-  t.min_ms = ms.front();
-  t.median_ms = runs % 2 ? ms[runs / 2] : 0.5 * (double(ms[runs / 2 - 1]) + ms[runs / 2]);
-  return t;
+  std::vector<Timing> out(n);
+  for (size_t j = 0; j < n; ++j) {
+    std::vector<float>& v = ms[j];
+    std::sort(v.begin(), v.end());
+    out[j].runs = runs;
+    out[j].min_ms = v.front();
+    out[j].median_ms = runs % 2 ? v[runs / 2] : 0.5 * (double(v[runs / 2 - 1]) + v[runs / 2]);
+  }
+  return out;
 }
 
 Timing Timer::time_memcpy(void* dst, const void* src, size_t bytes, int runs) {

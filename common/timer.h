@@ -4,13 +4,15 @@
 // Method: warm-up launches; then, before every timed launch, L2 is flushed (a write of twice the
 // L2 size followed by a read of it, so the timed kernel starts with a cold L2 holding no dirty
 // lines of the flush); CUDA events recorded on the stream around the launch alone; the median and
-// the minimum over the runs.
+// the minimum over the runs. A kernel and the memcpy it is compared with are timed interleaved,
+// launch by launch (time_interleaved), never minutes apart.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 #include "common/device_buffer.h"
 
@@ -37,8 +39,16 @@ class Timer {
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
 
+  using Enqueue = std::function<void(cudaStream_t)>;
+
   // Times `enqueue(stream)`, which must only enqueue work on the stream.
-  Timing time(const std::function<void(cudaStream_t)>& enqueue, int runs = kDefaultRuns);
+  Timing time(const Enqueue& enqueue, int runs = kDefaultRuns);
+
+  // Times several launches side by side: each round times every one of them once, in an order
+  // that rotates from round to round, so clock and temperature drift over the measurement reach
+  // all of them alike and a ratio of two medians compares like with like. One Timing per entry.
+  std::vector<Timing> time_interleaved(const std::vector<Enqueue>& enqueues,
+                                       int runs = kDefaultRuns);
 
   // A device-to-device cudaMemcpyAsync of `bytes`, timed the same way: the ceiling to compare by.
   Timing time_memcpy(void* dst, const void* src, size_t bytes, int runs = kDefaultRuns);
