@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Summarise a softmax_bench JSON: GB/s and ratio to memcpy per implementation at a few N, and
 the final step's targets (>= 0.95 x memcpy for N >= 1024, >= 0.90 below, faster than cuDNN at
-every N of the same run).
+every N of the same run, in GB/s and, where the run timed them in the same rounds, head to head).
 
     tools/bench_summary.py docs/results/bench_h100.json [--step step07_persistent]
 Exit code 0 when the targets hold, 1 when they do not, 2 on bad input.
@@ -63,6 +63,13 @@ def main():
         print(f"{args.step}: not faster than cuDNN at {len(losses)} of {len(step)} N"
               + "".join(f"\n  N={n}: {a:.0f} vs cuDNN {c:.0f} GB/s" for n, a, c in losses[:20]))
         ok = ok and not losses
+        h2h = {n: b["final_step_speedup"] for n, b in runs["cudnn"].items()
+               if "final_step_speedup" in b} if ctx.get("final_step") == args.step else {}
+        if h2h:  # cuDNN and the final step timed in the same rounds
+            slower = [(n, x) for n, x in sorted(h2h.items()) if x <= 1.0]
+            print(f"head to head (timed in the same rounds): not faster than cuDNN at {len(slower)} of "
+                  f"{len(h2h)} N" + "".join(f"\n  N={n}: {x:.3f}x cuDNN's speed" for n, x in slower[:20]))
+            ok = ok and not slower
     else:
         print("no cuDNN results in this run")
     print("targets " + ("MET" if ok else "NOT met"))
