@@ -11,7 +11,8 @@
 //   (b) N <= 2048:  a warp per row, held in registers: each lane issues all of its (up to 16)
 //                   float4 loads before using any, the max and the sum go through shuffles, the
 //                   exponentials stay in registers for the store. No shared memory, no barrier,
-//                   one exp per element.
+//                   one exp per element. Up to 12 float4 per lane (but 4) a warp takes two rows
+//                   or more and issues the next row's loads before it reduces the current one.
 //   (c) N <= 16K:   a block per row held in registers (128 or 256 threads, 5..16 float4 each),
 //                   one block per row rather than a persistent grid: the measured exception.
 //   (c') N <= ~29K: a block per row, the block's rows double-buffered in shared memory with
@@ -250,6 +251,72 @@ constexpr int warp_min_blocks(int floats_per_lane) {
   return blocks < 16 ? blocks : 16;
 }
 
+// Loads a group's share of a row into registers, kPacks items per lane: item p of this lane is
+// at the compile-time offset p*kGroup*kVec from `in` (this lane's first column) and is in the row
+// when that offset is below `remaining`, the columns from there to the row's end (<= 0 for a row
+// past the end, which loads nothing). One base pointer with constant offsets keeps the address
+// arithmetic out of the registers the row needs. With kVec == 4, cols % 4 == 0, so a float4 that
+// starts in the row ends in it. Padding is -inf: it adds nothing to the max and
+// exp(-inf - max) = 0 to the sum.
+template <int kGroup, int kPacks, int kVec>
+__device__ __forceinline__ void load_group_row(const float* in, int remaining,
+                                               float (&v)[kPacks][kVec]) {
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    if (p * kGroup * kVec < remaining) {
+      load_item<kVec>(in + p * kGroup * kVec, v[p]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) v[p][j] = -INFINITY;
+    }
+  }
+}
+
+// The softmax of a row a group of kGroup lanes holds in registers (as load_group_row left it),
+// stored to `out` (this lane's first column). All lanes of the warp must call it together: the
+// shuffles stay inside each group (xor offsets < kGroup).
+template <int kGroup, int kPacks, int kVec>
+__device__ __forceinline__ void softmax_group_row(float (&v)[kPacks][kVec], float* out,
+                                                  int remaining) {
+  // The max first, exactly: the row is in registers, so no online rescaling is needed. fmaxf
+  // skips NaN, but a NaN still reaches the sum through exp below and makes the row NaN.
+  float max_val = -INFINITY;
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) max_val = fmaxf(max_val, v[p][j]);
+  }
+#pragma unroll
+  for (int offset = kGroup / 2; offset > 0; offset /= 2)
+    max_val = fmaxf(max_val, __shfl_xor_sync(kFullMask, max_val, offset));
+
+  // exp once per element, kept in place for the store. With max -inf (an all -inf row) this is
+  // exp(NaN): the row comes out NaN, as in torch; a +inf gives exp(inf - inf) = NaN likewise.
+  float sum = 0.f;
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      v[p][j] = exp_(v[p][j] - max_val);
+      sum += v[p][j];
+    }
+  }
+  // a + b and b + a round alike, so every lane of the group ends with the same sum.
+#pragma unroll
+  for (int offset = kGroup / 2; offset > 0; offset /= 2)
+    sum += __shfl_xor_sync(kFullMask, sum, offset);
+
+  const float inv_sum = 1.f / sum;
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    if (p * kGroup * kVec < remaining) {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) v[p][j] *= inv_sum;
+      store_item<kVec>(out + p * kGroup * kVec, v[p]);
+    }
+  }
+}
+
 // Paths (a) and (b): a group of kGroup lanes owns a row and holds it in registers, kPacks items
 // per lane; item p of lane l is columns (p*kGroup + l)*kVec onwards, so each pack of the group is
 // one contiguous, coalesced access. The whole row is loaded before any of it is used: kPacks
@@ -261,7 +328,7 @@ __global__ void __launch_bounds__(kWarpPathThreads, warp_min_blocks(kPacks * kVe
   constexpr int kWarpsPerBlock = kWarpPathThreads / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int group = lane / kGroup;       // which of the warp's rows
-  const int group_lane = lane % kGroup;  // position within that row's group
+  const int first_col = (lane % kGroup) * kVec;
 
   // The loop runs over warp-uniform row bases, so all 32 lanes reach every shuffle; a group whose
   // row is past the end still takes part, padded with -inf, and loads and stores nothing.
@@ -269,64 +336,40 @@ __global__ void __launch_bounds__(kWarpPathThreads, warp_min_blocks(kPacks * kVe
   const int64_t row_stride = int64_t(gridDim.x) * kWarpsPerBlock * kRowsPerWarp;
   for (int64_t base = warp_id * kRowsPerWarp; base < rows; base += row_stride) {
     const int64_t row = base + group;
-    // This lane's first column, and how many columns of the row lie from there on (<= 0 for a
-    // row past the end): pack p is at the compile-time offset p*kGroup*kVec from the first
-    // column and is in the row when that offset is below `remaining`. One base pointer with
-    // constant offsets keeps the address arithmetic out of the registers the row needs.
-    const int first_col = group_lane * kVec;
     const int remaining = row < rows ? cols - first_col : 0;
-    const float* in = x + static_cast<size_t>(row) * cols + first_col;
-    float* out = y + static_cast<size_t>(row) * cols + first_col;
-
-    // Load the row. With kVec == 4, cols % 4 == 0, so a float4 that starts in the row ends in
-    // it. Padding is -inf: it adds nothing to the max and exp(-inf - max) = 0 to the sum.
+    const size_t offset = static_cast<size_t>(row) * cols + first_col;
     float v[kPacks][kVec];
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      if (p * kGroup * kVec < remaining) {
-        load_item<kVec>(in + p * kGroup * kVec, v[p]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) v[p][j] = -INFINITY;
-      }
-    }
+    load_group_row<kGroup, kPacks, kVec>(x + offset, remaining, v);
+    softmax_group_row<kGroup, kPacks, kVec>(v, y + offset, remaining);
+  }
+}
 
-    // The max first, exactly: the row is in registers, so no online rescaling is needed. fmaxf
-    // skips NaN, but a NaN still reaches the sum through exp below and makes the row NaN.
-    float max_val = -INFINITY;
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) max_val = fmaxf(max_val, v[p][j]);
-    }
-#pragma unroll
-    for (int offset = kGroup / 2; offset > 0; offset /= 2)
-      max_val = fmaxf(max_val, __shfl_xor_sync(kFullMask, max_val, offset));
+// Path (b), float4 rows of 2-12 float4 per lane (except 4, see launch_warp_vec): the warp kernel
+// with the next row in flight. A warp handles at least two rows (the launcher asks for two
+// rounds); it issues the loads of its next row before it reduces the current one, so the
+// reduction, the exponentials and the stores of one row overlap the next row's memory latency,
+// and a row is stored as soon as it is done instead of all rows waiting in one wave. Twice the
+// registers of warp_kernel (two rows per lane: 122 at 12 float4), no spills.
+template <int kPacks>
+__global__ void __launch_bounds__(kWarpPathThreads)
+    warp_prefetch_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+  constexpr int kWarpsPerBlock = kWarpPathThreads / kWarpSize;
+  const int first_col = (threadIdx.x % kWarpSize) * 4;
+  const int64_t warp_id = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+  const int64_t row_stride = int64_t(gridDim.x) * kWarpsPerBlock;
+  const auto remaining = [&](int64_t row) { return row < rows ? cols - first_col : 0; };
+  const auto offset = [&](int64_t row) { return static_cast<size_t>(row) * cols + first_col; };
 
-    // exp once per element, kept in place for the store. With max -inf (an all -inf row) this is
-    // exp(NaN): the row comes out NaN, as in torch; a +inf gives exp(inf - inf) = NaN likewise.
-    float sum = 0.f;
+  float v[kPacks][4], next[kPacks][4];
+  load_group_row<kWarpSize, kPacks, 4>(x + offset(warp_id), remaining(warp_id), v);
+  for (int64_t row = warp_id; row < rows; row += row_stride) {
+    const int64_t next_row = row + row_stride;  // past the end: loads nothing
+    load_group_row<kWarpSize, kPacks, 4>(x + offset(next_row), remaining(next_row), next);
+    softmax_group_row<kWarpSize, kPacks, 4>(v, y + offset(row), remaining(row));
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
 #pragma unroll
-      for (int j = 0; j < kVec; ++j) {
-        v[p][j] = exp_(v[p][j] - max_val);
-        sum += v[p][j];
-      }
-    }
-    // a + b and b + a round alike, so every lane of the group ends with the same sum.
-#pragma unroll
-    for (int offset = kGroup / 2; offset > 0; offset /= 2)
-      sum += __shfl_xor_sync(kFullMask, sum, offset);
-
-    const float inv_sum = 1.f / sum;
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      if (p * kGroup * kVec < remaining) {
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) v[p][j] *= inv_sum;
-        store_item<kVec>(out + p * kGroup * kVec, v[p]);
-      }
+      for (int j = 0; j < 4; ++j) v[p][j] = next[p][j];
     }
   }
 }
@@ -652,14 +695,17 @@ int blocks_per_sm(KernelFn kernel, int threads, size_t smem_bytes) {
 
 // The persistent launch: as many blocks as the GPU holds at once, but never more than there
 // are blocks' worth of rows (extra blocks would only find no row and exit).
+// A kernel may ask for at least `min_rounds` rounds (rows per warp or block) even where the GPU
+// could hold all the work at once.
 void launch_persistent(KernelFn kernel, int threads, size_t smem_bytes, int64_t work_blocks,
-                       const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+                       const float* x, float* y, int rows, int cols, cudaStream_t stream,
+                       int64_t min_rounds = 1) {
   const int per_sm = std::max(1, blocks_per_sm(kernel, threads, smem_bytes));
   const int64_t resident = int64_t(device_info().sms) * per_sm;
   // Balanced: every block gets the same number of rounds (ceil(work / resident)), with as few
   // blocks as that allows. 4096 rows on 132 resident blocks would give 4 blocks a 32nd row while
   // 128 idle; 128 blocks of 32 rows each finish together.
-  const int64_t rounds = (work_blocks + resident - 1) / resident;
+  const int64_t rounds = std::max((work_blocks + resident - 1) / resident, min_rounds);
   const auto blocks = static_cast<unsigned>((work_blocks + rounds - 1) / rounds);
   kernel<<<blocks, threads, smem_bytes, stream>>>(x, y, rows, cols);
   CUDA_CHECK_LAUNCH();
@@ -671,6 +717,14 @@ void launch_warp(const float* x, float* y, int rows, int cols, cudaStream_t stre
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
   launch_persistent(warp_kernel<kGroup, kPacks, kVec>, kWarpPathThreads, 0, work_blocks, x, y,
                     rows, cols, stream);
+}
+
+template <int kPacks>
+void launch_warp_prefetch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  constexpr int kRowsPerBlock = kWarpPathThreads / kWarpSize;
+  const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
+  launch_persistent(warp_prefetch_kernel<kPacks>, kWarpPathThreads, 0, work_blocks, x, y, rows,
+                    cols, stream, /*min_rounds=*/2);
 }
 
 template <int kThreads, int kVec>
@@ -756,21 +810,27 @@ void launch_sub_warp(int items, const float* x, float* y, int rows, int cols,
 }
 
 // Path (b), float4: every pack count from 2 to 16, so a row wastes at most part of one float4
-// per lane of padding (registers only; padding is never loaded).
+// per lane of padding (registers only; padding is never loaded). From 2 to 12 float4 per lane the
+// kernel with the next row in flight, two rows per warp at least: measured 0.97-1.0 of memcpy at
+// N = 256-1408 against 0.94-0.96 for one wave of warp_kernel, except at 4 float4 per lane
+// (N = 385-512), where one wave measured 0.99-1.0 and two rounds 0.96 (docs/notes/step07.md,
+// change 13). Above 12 the two rows would need more than 128 registers per lane.
+constexpr int kMaxPrefetchPacks = 12;
+constexpr int kOneWavePacks = 4;
 void launch_warp_vec(int packs, const float* x, float* y, int rows, int cols,
                      cudaStream_t stream) {
   switch (packs) {
-    case 2: return launch_warp<32, 2, 4>(x, y, rows, cols, stream);
-    case 3: return launch_warp<32, 3, 4>(x, y, rows, cols, stream);
-    case 4: return launch_warp<32, 4, 4>(x, y, rows, cols, stream);
-    case 5: return launch_warp<32, 5, 4>(x, y, rows, cols, stream);
-    case 6: return launch_warp<32, 6, 4>(x, y, rows, cols, stream);
-    case 7: return launch_warp<32, 7, 4>(x, y, rows, cols, stream);
-    case 8: return launch_warp<32, 8, 4>(x, y, rows, cols, stream);
-    case 9: return launch_warp<32, 9, 4>(x, y, rows, cols, stream);
-    case 10: return launch_warp<32, 10, 4>(x, y, rows, cols, stream);
-    case 11: return launch_warp<32, 11, 4>(x, y, rows, cols, stream);
-    case 12: return launch_warp<32, 12, 4>(x, y, rows, cols, stream);
+    case 2: return launch_warp_prefetch<2>(x, y, rows, cols, stream);
+    case 3: return launch_warp_prefetch<3>(x, y, rows, cols, stream);
+    case kOneWavePacks: return launch_warp<32, kOneWavePacks, 4>(x, y, rows, cols, stream);
+    case 5: return launch_warp_prefetch<5>(x, y, rows, cols, stream);
+    case 6: return launch_warp_prefetch<6>(x, y, rows, cols, stream);
+    case 7: return launch_warp_prefetch<7>(x, y, rows, cols, stream);
+    case 8: return launch_warp_prefetch<8>(x, y, rows, cols, stream);
+    case 9: return launch_warp_prefetch<9>(x, y, rows, cols, stream);
+    case 10: return launch_warp_prefetch<10>(x, y, rows, cols, stream);
+    case 11: return launch_warp_prefetch<11>(x, y, rows, cols, stream);
+    case kMaxPrefetchPacks: return launch_warp_prefetch<kMaxPrefetchPacks>(x, y, rows, cols, stream);
     case 13: return launch_warp<32, 13, 4>(x, y, rows, cols, stream);
     case 14: return launch_warp<32, 14, 4>(x, y, rows, cols, stream);
     case 15: return launch_warp<32, 15, 4>(x, y, rows, cols, stream);

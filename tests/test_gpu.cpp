@@ -56,6 +56,10 @@ std::vector<Case> cases() {
   for (int n : {1, 2, 5, 64, 781, 1024, 4096, 4097, 16384, 20000, 40000})
     list.push_back({12, n, InputKind::kNonFinite});
   list.push_back({64, 4096, InputKind::kHuge});
+  // Aligned rows of 2-12 float4 per lane and enough of them that step07's warps take a second
+  // row whose loads were issued before the first was reduced (two rows per warp at 1001 rows).
+  for (int n : {256, 384, 640, 1024, 1536}) list.push_back({1001, n});
+  list.push_back({64, 1024, InputKind::kHuge});
   // Rows past step07's register path whose two buffers fit in shared memory (pipelined), and rows
   // longer than two buffers but shorter than one (single buffer).
   list.push_back({3, 20000});
