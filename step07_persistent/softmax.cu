@@ -29,7 +29,7 @@
 //           lane + 32k; (c), (d) block -> row, thread -> float4 t + kThreads*k. All grid-stride.
 // Traffic:  (a)-(c'') read 1 and write 1 per element, 8*M*N bytes, the ideal. (d) reads twice,
 //           12*M*N bytes modeled (rows that long are re-read mostly from L2).
-// Limit:    DRAM bandwidth: 0.94-1.0 of a device-to-device memcpy over N = 256..16K on an H100
+// Limit:    DRAM bandwidth: 0.95-1.05 of a device-to-device memcpy over N = 256..16K on an H100
 //           (docs/notes/step07.md has the tuning log). Left: fixed latency at tiny matrices.
 // Run:      ./build/step07_persistent/step07_persistent   (--help for options)
 #include <cuda_pipeline_primitives.h>
