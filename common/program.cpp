@@ -34,9 +34,7 @@ Measurement measure(const Step& step, Timer& timer, const TimingBuffers& buf, in
   const size_t bytes = n * sizeof(float);
   std::vector<Timer::Enqueue> enqueues = {
       [&](cudaStream_t s) { step.launch(buf.x(), buf.y(), rows, cols, s); },
-      [&](cudaStream_t s) {
-        CUDA_CHECK(cudaMemcpyAsync(buf.y(), buf.x(), bytes, cudaMemcpyDeviceToDevice, s));
-      }};
+      Timer::memcpy_enqueue(buf.y(), buf.x(), bytes)};
   if (rival != nullptr)
     enqueues.push_back([&](cudaStream_t s) { rival->launch(buf.x(), buf.y(), rows, cols, s); });
   const std::vector<Timing> t = timer.time_interleaved(enqueues, iters);

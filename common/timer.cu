@@ -90,12 +90,14 @@ std::vector<Timing> Timer::time_interleaved(const std::vector<Enqueue>& enqueues
   return out;
 }
 
+Timer::Enqueue Timer::memcpy_enqueue(void* dst, const void* src, size_t bytes) {
+  return [=](cudaStream_t s) {
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+  };
+}
+
 Timing Timer::time_memcpy(void* dst, const void* src, size_t bytes, int runs) {
-  return time(
-      [&](cudaStream_t s) {
-        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
-      },
-      runs);
+  return time(memcpy_enqueue(dst, src, bytes), runs);
 }
 
 }  // namespace softmax

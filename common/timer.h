@@ -52,6 +52,8 @@ class Timer {
 
   // A device-to-device cudaMemcpyAsync of `bytes`, timed the same way: the ceiling to compare by.
   Timing time_memcpy(void* dst, const void* src, size_t bytes, int runs = kDefaultRuns);
+  // The same copy as something to enqueue, for time_interleaved.
+  static Enqueue memcpy_enqueue(void* dst, const void* src, size_t bytes);
 
   // Evicts L2 (enqueued on the stream). Public so profiling tools can use the same flush.
   void flush_l2();

@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(kWarpPathThreads, warp_min_blocks(kPacks * kVe
 // rounds); it issues the loads of its next row before it reduces the current one, so the
 // reduction, the exponentials and the stores of one row overlap the next row's memory latency,
 // and a row is stored as soon as it is done instead of all rows waiting in one wave. Twice the
-// registers of warp_kernel (two rows per lane: 122 at 12 float4), no spills.
+// registers of warp_kernel (two rows per lane: 38-127 registers), no spills.
 template <int kPacks>
 __global__ void __launch_bounds__(kWarpPathThreads)
     warp_prefetch_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
@@ -811,8 +811,8 @@ void launch_sub_warp(int items, const float* x, float* y, int rows, int cols,
 
 // Path (b), float4: every pack count from 2 to 16, so a row wastes at most part of one float4
 // per lane of padding (registers only; padding is never loaded). From 2 to 12 float4 per lane the
-// kernel with the next row in flight, two rows per warp at least: measured 0.97-1.0 of memcpy at
-// N = 256-1408 against 0.94-0.96 for one wave of warp_kernel, except at 4 float4 per lane
+// kernel with the next row in flight, two rows per warp at least: measured 0.96-1.0 of memcpy at
+// N = 256-1536 against 0.94-0.97 for one wave of warp_kernel, except at 4 float4 per lane
 // (N = 385-512), where one wave measured 0.99-1.0 and two rounds 0.96 (docs/notes/step07.md,
 // change 13). Above 12 the two rows would need more than 128 registers per lane.
 constexpr int kMaxPrefetchPacks = 12;
