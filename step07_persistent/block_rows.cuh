@@ -2,10 +2,11 @@
 // step07_persistent, path (c): a block per row, the row in registers.
 //
 // Path (b) a block wide: thread t holds body slots t, t + kThreads, t + 2*kThreads, ... (kPacks
-// float4), and threads 0-2 the head and tail elements, loaded straight from global memory, all before any is used; then the row's max, one exp
-// per element against it, the row's sum (each a block_all_reduce: shuffles, one value per warp
-// through shared memory, one barrier), the store. No shared-memory copy of the row. Two or more
-// blocks share an SM, so one loads while another reduces.
+// float4), and threads 0-2 the head and tail elements, loaded straight from global memory, all
+// before any is used; then the row's max, one exp per element against it, the row's sum (each a
+// block_all_reduce: shuffles, one value per warp through shared memory, one barrier), the store. No
+// shared-memory copy of the row. Two or more blocks share an SM, so one loads while another
+// reduces.
 #pragma once
 
 #include <cstdint>

@@ -95,7 +95,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int s0 = tid; s0 < r.body; s0 += kThreads * kBatch) {
       float v[kBatch][kVec];
 #pragma unroll
-      for (int k = 0; k < kBatch; ++k) load_item(in + s0 + k * kThreads, k * kThreads < r.body - s0, v[k]);
+      for (int k = 0; k < kBatch; ++k)
+        load_item(in + s0 + k * kThreads, k * kThreads < r.body - s0, v[k]);
       const float batch_max = max_of(v);
       float batch_sum = 0.f;  // -inf skipped, as in smem_block_kernel
 #pragma unroll
@@ -111,7 +112,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int s0 = tid; s0 < r.body; s0 += kThreads * kBatch) {
       float v[kBatch][kVec];
 #pragma unroll
-      for (int k = 0; k < kBatch; ++k) load_item(in + s0 + k * kThreads, k * kThreads < r.body - s0, v[k]);
+      for (int k = 0; k < kBatch; ++k)
+        load_item(in + s0 + k * kThreads, k * kThreads < r.body - s0, v[k]);
 #pragma unroll
       for (int k = 0; k < kBatch; ++k) {
         exp_in_place(v[k], max_val);

@@ -100,8 +100,8 @@ __device__ __forceinline__ void store_item(float* p, const float (&v)[1]) { *p =
 // kEdges. With stride >= 3 one register each is enough (kEdges = 1); a group of 1 or 2 lanes
 // needs 3 or 2.
 template <int kEdges, int kVec, bool kAligned>
-__device__ __forceinline__ void load_edges(const float* x, const RowSplit<kVec, kAligned>& r, int first,
-                                           int stride, float (&head)[kEdges],
+__device__ __forceinline__ void load_edges(const float* x, const RowSplit<kVec, kAligned>& r,
+                                           int first, int stride, float (&head)[kEdges],
                                            float (&tail)[kEdges]) {
 #pragma unroll
   for (int j = 0; j < kEdges; ++j) {

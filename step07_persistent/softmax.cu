@@ -34,12 +34,11 @@
 //           memory (one row per block, nothing overlapping its load) or a second read: 1 SM no
 //           longer holds a row well. Thread block clusters spread a row over several SMs.
 // Run:      ./build/step07_persistent/step07_persistent   (--help for options)
-#include "common/softmax.h"
-
 #include <cstdint>
 #include <type_traits>
 
 #include "block_rows.cuh"
+#include "common/softmax.h"
 #include "launch.cuh"
 #include "long_rows.cuh"
 #include "warp_rows.cuh"
@@ -65,8 +64,8 @@ void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t
   constexpr bool kNextInFlight = kPacks != 4 && kPacks <= 12 && kGroup == kWarpSize;
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
-  launch_persistent(warp_rows_kernel<kGroup, kPacks, kNextInFlight, kAligned>, kWarpThreads, 0, work_blocks,
-                    x, y, rows, cols, stream, kNextInFlight ? 2 : 1);
+  launch_persistent(warp_rows_kernel<kGroup, kPacks, kNextInFlight, kAligned>, kWarpThreads, 0,
+                    work_blocks, x, y, rows, cols, stream, kNextInFlight ? 2 : 1);
 }
 
 // (a): the group is the smallest power of two that gives each lane one slot.
@@ -87,8 +86,8 @@ void launch_register_block(int64_t slots, const float* x, float* y, int rows, in
                            cudaStream_t stream) {
   const int64_t packs = (slots + kThreads - 1) / kThreads;
   with_packs<5, 16>(packs, [&](auto p) {
-    register_block_kernel<kThreads, decltype(p)::value, kAligned><<<rows, kThreads, 0, stream>>>(x, y, rows,
-                                                                                      cols);
+    register_block_kernel<kThreads, decltype(p)::value, kAligned>
+        <<<rows, kThreads, 0, stream>>>(x, y, rows, cols);
     CUDA_CHECK_LAUNCH();
   });
 }
@@ -105,12 +104,13 @@ template <bool kAligned>
 void launch_in_registers(int64_t slots, const float* x, float* y, int rows, int cols,
                          cudaStream_t stream) {
   if (slots <= kWarpSize) return launch_sub_warp<kAligned>(slots, x, y, rows, cols, stream);  // (a)
-  if (slots <= kWarpSize * 16) {  // (b)
+  if (slots <= kWarpSize * 16) {                                                              // (b)
     return with_packs<2, 16>((slots + kWarpSize - 1) / kWarpSize, [&](auto p) {
       launch_warp_rows<kWarpSize, decltype(p)::value, kAligned>(x, y, rows, cols, stream);
     });
   }
-  if (slots <= 128 * 16) return launch_register_block<128, kAligned>(slots, x, y, rows, cols, stream);
+  if (slots <= 128 * 16)
+    return launch_register_block<128, kAligned>(slots, x, y, rows, cols, stream);
   launch_register_block<256, kAligned>(slots, x, y, rows, cols, stream);  // (c)
 }
 
@@ -122,7 +122,8 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // The most body slots a row can have, whatever its alignment.
   const int64_t slots = cols / 4;
   if (slots <= 256 * 16) {
-    if (ux % 16 == 0 && cols % 4 == 0) return launch_in_registers<true>(slots, x, y, rows, cols, stream);
+    if (ux % 16 == 0 && cols % 4 == 0)
+      return launch_in_registers<true>(slots, x, y, rows, cols, stream);
     return launch_in_registers<false>(slots, x, y, rows, cols, stream);
   }
   if (slots <= device_info().cache_slots) {  // (d)

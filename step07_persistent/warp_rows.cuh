@@ -3,10 +3,10 @@
 //
 // A group of kGroup lanes (1..32, a power of two) owns a row; lane l of the group holds body slots
 // l, l + kGroup, l + 2*kGroup, ... (kPacks float4), so each pack of the group is one contiguous,
-// coalesced access, and head and tail elements l, l + kGroup, ... (row_split.cuh). A warp holds 32 / kGroup rows. Every load of a row is issued before any is
-// used; the max and the sum are plain shuffles inside the group (the max is known exactly before
-// any exponential is taken); the exponentials stay in registers for the store. No shared memory,
-// no barrier, one exp per element.
+// coalesced access, and head and tail elements l, l + kGroup, ... (row_split.cuh). A warp
+// holds 32 / kGroup rows. Every load of a row is issued before any is used; the max and the sum are plain
+// shuffles inside the group (the max is known exactly before any exponential is taken); the
+// exponentials stay in registers for the store. No shared memory, no barrier, one exp per element.
 #pragma once
 
 #include <cstdint>
@@ -63,8 +63,8 @@ __device__ __forceinline__ void softmax_group_row(LaneRow<kGroup, kPacks>& v, fl
                                                   int64_t row, int rows, int cols, int glane) {
   const float lane_max = fmaxf(max_of(v.body), fmaxf(max_of(v.head), max_of(v.tail)));
   const float max_val = group_all_reduce<kGroup, true>(lane_max);
-  const float lane_sum = exp_in_place(v.body, max_val) + exp_in_place(v.head, max_val) +
-                         exp_in_place(v.tail, max_val);
+  const float lane_sum =
+      exp_in_place(v.body, max_val) + exp_in_place(v.head, max_val) + exp_in_place(v.tail, max_val);
   const float inv_sum = 1.f / group_all_reduce<kGroup, false>(lane_sum);
   const auto r = lane_split<kAligned>(lead, row, rows, cols);
   float4* body = r.body_of(y) + glane;
@@ -105,7 +105,8 @@ __global__ void __launch_bounds__(kWarpThreads,
 
   LaneRow<kGroup, kPacks> v;
   if constexpr (kNextInFlight) {
-    load_group_row<kGroup, kPacks, kAligned>(x, lead, warp_id * kRowsPerWarp + group, rows, cols, glane, v);
+    load_group_row<kGroup, kPacks, kAligned>(x, lead, warp_id * kRowsPerWarp + group, rows, cols,
+                                             glane, v);
   }
   for (int64_t base = warp_id * kRowsPerWarp; base < rows; base += stride) {
     const int64_t row = base + group;
