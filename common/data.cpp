@@ -14,8 +14,16 @@ const char* to_string(InputKind kind) {
     case InputKind::kHuge: return "huge";
     case InputKind::kLarge: return "large";
     case InputKind::kNonFinite: return "nonfinite";
+    case InputKind::kMaxAtEnds: return "max_at_ends";
+    case InputKind::kOneFiniteAtEnds: return "one_finite_at_ends";
   }
   return "?";
+}
+
+int end_position(int row, int cols) {
+  const int k = row % 6;  // 0, N-1, 1, N-2, 2, N-3
+  const int col = k % 2 == 0 ? k / 2 : cols - 1 - k / 2;
+  return col < 0 ? 0 : (col >= cols ? cols - 1 : col);
 }
 
 uint64_t next_seed() {
@@ -29,6 +37,14 @@ std::vector<float> make_input(int rows, int cols, uint64_t seed, InputKind kind)
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
 
+  if (kind == InputKind::kOneFiniteAtEnds) {
+    std::uniform_real_distribution<float> finite(-80.f, 80.f);
+    for (float& v : x) v = -inf;
+    for (int r = 0; r < rows; ++r)
+      x[static_cast<size_t>(r) * cols + end_position(r, cols)] = finite(rng);
+    return x;
+  }
+
   if (kind == InputKind::kHuge || kind == InputKind::kLarge) {
     const float bound = kind == InputKind::kHuge ? 1e30f : 80.f;
     std::uniform_real_distribution<float> uni(-bound, bound);
@@ -40,11 +56,15 @@ std::vector<float> make_input(int rows, int cols, uint64_t seed, InputKind kind)
   std::uniform_int_distribution<int> col_of(0, cols - 1);
   std::uniform_real_distribution<float> magnitude(8.f, 16.f);
   for (float& v : x) v = normal(rng);
-  for (int r = 0; r < rows; ++r) {
-    float* row = x.data() + static_cast<size_t>(r) * cols;
-    for (int k = 0; k < 3; ++k) {
-      const float m = magnitude(rng);
-      row[col_of(rng)] = (k == 0 || (rng() & 1)) ? m : -m;  // at least one peak above the rest
+  // kMaxAtEnds plants its own peak below, over plain N(0,1) values: 4 above an outlier of 16 it
+  // would leave every other element under exp(-20) of it, which tests float summation instead.
+  if (kind != InputKind::kMaxAtEnds) {
+    for (int r = 0; r < rows; ++r) {
+      float* row = x.data() + static_cast<size_t>(r) * cols;
+      for (int k = 0; k < 3; ++k) {
+        const float m = magnitude(rng);
+        row[col_of(rng)] = (k == 0 || (rng() & 1)) ? m : -m;  // at least one peak above the rest
+      }
     }
   }
 
@@ -68,6 +88,18 @@ std::vector<float> make_input(int rows, int cols, uint64_t seed, InputKind kind)
           break;
         default: break;
       }
+    }
+  }
+
+  if (kind == InputKind::kMaxAtEnds) {
+    for (int r = 0; r < rows; ++r) {
+      float* row = x.data() + static_cast<size_t>(r) * cols;
+      const int at = end_position(r, cols);
+      float rest = -inf;  // the largest of the other elements (-inf in a row of one)
+      for (int c = 0; c < cols; ++c)
+        if (c != at && row[c] > rest) rest = row[c];
+      const float above = (r / 6) % 2 == 0 ? 4.f : 100.f;
+      row[at] = cols == 1 ? above : rest + above;
     }
   }
   return x;

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 
@@ -22,6 +23,10 @@ void check_launch_args(const char* step, const float* x, const float* y, int row
     msg << "input pointer x is null";
   } else if (y == nullptr) {
     msg << "output pointer y is null";
+  } else if (reinterpret_cast<uintptr_t>(x) % alignof(float) != 0) {
+    msg << "input pointer x is not 4-byte aligned (" << static_cast<const void*>(x) << ")";
+  } else if (reinterpret_cast<uintptr_t>(y) % alignof(float) != 0) {
+    msg << "output pointer y is not 4-byte aligned (" << static_cast<const void*>(y) << ")";
   } else if (rows < 1) {
     msg << "rows must be >= 1 (got " << rows << ")";
   } else if (cols < 1) {

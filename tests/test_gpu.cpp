@@ -3,6 +3,7 @@
 // Without a CUDA device each test reports SKIPPED with the runtime's reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -96,6 +97,186 @@ INSTANTIATE_TEST_SUITE_P(AllSteps, StepOnShape, ::testing::ValuesIn(params()),
                            return std::string(info.param.step.name) + "_" + case_name(info.param.c);
                          });
 
+// Groups of shapes, one test per step and group: every combination of the group's row lengths,
+// input kinds and placements. CTest runs each test in its own process, whose start-up costs far
+// more than the launches of a group, so the many shapes below cost little time.
+//
+// Row lengths B-4 .. B+4 around each path boundary B of step07, where B is the last aligned N
+// (N % 4 == 0) on the lower side. A row of N floats starting `lead` floats past a 16-byte boundary
+// spans ceil((lead + N) / 4) 16-byte slots; with N % 4 == 0 and 16-byte aligned pointers that is
+// N / 4, otherwise at most floor((N + 6) / 4), so on unaligned rows the same boundary falls at
+// B-3 / B-2: the nine lengths hold both sides of both, with every N % 4.
+// Placements: aligned; x and y offset alike (whole rows off a 16-byte boundary, partial head and
+// tail slots); x and y offset differently (no common alignment: the scalar fallback).
+struct Group {
+  const char* name;  // test-name suffix: the boundary or feature the group reaches
+  int rows;
+  std::vector<int> cols;
+  std::vector<InputKind> kinds = {InputKind::kNormal};
+  std::vector<Placement> placements = {{0, 0}};
+};
+
+std::vector<int> around(int b) {
+  std::vector<int> cols;
+  for (int n = std::max(1, b - 4); n <= b + 4; ++n) cols.push_back(n);
+  return cols;
+}
+
+std::vector<Placement> all_offsets() {
+  std::vector<Placement> list;
+  for (int xo = 0; xo < 4; ++xo)
+    for (int yo = 0; yo < 4; ++yo) list.push_back({xo, yo});
+  return list;
+}
+
+std::vector<Group> groups() {
+  const std::vector<InputKind> normal_and_ends = {InputKind::kNormal, InputKind::kMaxAtEnds};
+  const std::vector<InputKind> ends = {InputKind::kMaxAtEnds, InputKind::kOneFiniteAtEnds};
+  const std::vector<Placement> boundary_offsets = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {1, 2}};
+  const std::vector<Placement> ends_offsets = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {1, 2}, {3, 0}};
+  // Slot counts S (per row) in step07's dispatch: (a) S <= 32 in sub-warp groups of 1..32 lanes,
+  // (b) S <= 512 a warp per row with P = ceil(S / 32) float4 per lane, two kernels alternating by
+  // P, (c) S <= 4096 a block per row in registers (128 threads up to S = 2048, then 256),
+  // (d) a row cached in shared memory, (e) two passes over global memory.
+  std::vector<Group> list = {
+      {"a_lanes1_to_2", 33, around(4), normal_and_ends, boundary_offsets},
+      {"a_lanes2_to_4", 33, around(8), normal_and_ends, boundary_offsets},
+      {"a_lanes4_to_8", 33, around(16), normal_and_ends, boundary_offsets},
+      {"a_lanes8_to_16", 33, around(32), normal_and_ends, boundary_offsets},
+      {"a_lanes16_to_32", 33, around(64), normal_and_ends, boundary_offsets},
+      {"a_to_b", 33, around(128), normal_and_ends, boundary_offsets},
+      {"b_p2_to_p3", 33, around(256), normal_and_ends, boundary_offsets},
+      {"b_p3_to_p4", 33, around(384), normal_and_ends, boundary_offsets},    // kernel switch
+      {"b_p4_to_p5", 33, around(512), normal_and_ends, boundary_offsets},    // and back
+      {"b_p12_to_p13", 33, around(1536), normal_and_ends, boundary_offsets}, // kernel switch
+      {"b_to_c", 33, around(2048), normal_and_ends, boundary_offsets},
+      {"c_128_to_256_threads", 9, around(8192), normal_and_ends, boundary_offsets},
+      {"c_to_d", 5, around(16384), normal_and_ends, boundary_offsets},
+      // (d) to (e) where an H100's 227 KB of shared memory per block runs out (58,112 floats less
+      // what the kernel keeps for itself); StepAtSwitches finds the exact N on any device. Past
+      // steps 04-06's limit (57,600 floats on an H100): refused, as LimitIsExactOrAbsent checks.
+      {"d_to_e_h100", 3, {58000, 58001, 58002, 58003, 58080, 58081, 58112, 58113, 60000, 60003},
+       {InputKind::kNormal}, {{0, 0}, {1, 1}, {1, 2}}},
+      // Every x and y offset against each other, on an aligned and an odd row length in (b), and
+      // once in (a), (c), (d) and (e).
+      {"offsets_1024", 33, {1024}, {InputKind::kNormal}, all_offsets()},
+      {"offsets_1031", 33, {1031}, {InputKind::kNormal}, all_offsets()},
+      {"offsets_61", 33, {61}, {InputKind::kNormal}, all_offsets()},
+      {"offsets_4099", 9, {4099}, {InputKind::kNormal}, all_offsets()},
+      {"offsets_20001", 5, {20001}, {InputKind::kNormal}, all_offsets()},
+      {"offsets_70001", 3, {70001}, {InputKind::kNormal}, {{0, 0}, {1, 1}, {3, 3}, {1, 2}, {2, 0}}},
+      // The row's maximum, or its only finite value, in a partial head or tail slot: 24 rows so
+      // every end position (6) meets every row alignment (4) and both heights of kMaxAtEnds.
+      {"ends_a", 24, {1, 2, 3, 5, 6, 7, 13, 30, 61, 63, 64}, ends, ends_offsets},
+      {"ends_b", 24, {126, 131, 254, 385, 510, 1024, 1031, 1537, 2046}, ends, ends_offsets},
+      {"ends_c", 12, {2051, 4096, 4099, 8190, 16381}, ends, ends_offsets},
+      {"ends_d", 12, {16382, 20000, 20001, 40003}, ends, ends_offsets},
+      {"ends_e", 12, {70000, 70001, 100002}, ends, ends_offsets},
+  };
+  return list;
+}
+
+std::string shape_name(int rows, int cols, InputKind kind, Placement p) {
+  return std::to_string(rows) + "x" + std::to_string(cols) + " " + to_string(kind) +
+         " x+" + std::to_string(p.x_offset) + " y+" + std::to_string(p.y_offset);
+}
+
+struct GroupParam {
+  Step step;
+  Group group;
+};
+
+void PrintTo(const GroupParam& p, std::ostream* os) {
+  *os << p.step.name << " on " << p.group.name;
+}
+
+std::vector<GroupParam> group_params() {
+  std::vector<GroupParam> list;
+  for (const Step& s : all_steps())
+    for (const Group& g : groups()) list.push_back({s, g});
+  return list;
+}
+
+// Checks `step` on every combination; reports the first few failures in full, counts the rest.
+void check_all(const Step& step, int rows, const std::vector<int>& cols_list,
+               const std::vector<InputKind>& kinds, const std::vector<Placement>& placements) {
+  constexpr int kReported = 6;
+  int failed = 0, checked = 0;
+  for (int cols : cols_list) {
+    if (cols > step.max_cols()) {
+      // Past the step's own limit (steps 04-06 cache the whole row in shared memory): refused
+      // before anything is launched.
+      EXPECT_THROW(check_step(step, rows, cols, kinds.front(), next_seed(), placements.front()),
+                   std::invalid_argument)
+          << step.name << " at N = " << cols << " past its limit " << step.max_cols();
+      continue;
+    }
+    for (InputKind kind : kinds)
+      for (const Placement& p : placements) {
+        ++checked;
+        const VerifyResult r = check_step(step, rows, cols, kind, next_seed(), p);
+        if (r.ok()) continue;
+        if (++failed <= kReported)
+          ADD_FAILURE() << step.name << " on " << shape_name(rows, cols, kind, p) << ": "
+                        << r.report();
+      }
+  }
+  if (failed > kReported)
+    ADD_FAILURE() << step.name << ": " << failed - kReported << " more of " << checked
+                  << " shapes failed";
+  ::testing::Test::RecordProperty("shapes_checked", checked);
+}
+
+class StepOnGroup : public testing::GpuTest<::testing::TestWithParam<GroupParam>> {};
+
+TEST_P(StepOnGroup, MatchesReference) {
+  const auto& [step, g] = GetParam();
+  check_all(step, g.rows, g.cols, g.kinds, g.placements);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSteps, StepOnGroup, ::testing::ValuesIn(group_params()),
+                         [](const ::testing::TestParamInfo<GroupParam>& info) {
+                           return std::string(info.param.step.name) + "_" + info.param.group.name;
+                         });
+
+// Where a step's traffic model changes with N it changes path (step07: the row no longer fits in
+// shared memory, about 58,000 floats on an H100, device-dependent), and a step with a column
+// limit has an edge there: N within 8 of each such point, with offsets, on the current device.
+class StepAtSwitches : public testing::GpuTest<::testing::TestWithParam<Step>> {};
+
+TEST_P(StepAtSwitches, AroundEachTrafficChangeAndTheLimit) {
+  const Step& step = GetParam();
+  const int limit = step.max_cols();
+  const int top = std::min(limit, 1 << 17);
+  auto same = [](const Traffic& a, const Traffic& b) {
+    return a.reads_per_elem == b.reads_per_elem && a.writes_per_elem == b.writes_per_elem &&
+           a.reads_per_row == b.reads_per_row && a.writes_per_row == b.writes_per_row;
+  };
+  std::vector<int> points;
+  Traffic before = step.traffic(1);
+  for (int n = 2; n <= top; ++n) {
+    const Traffic t = step.traffic(n);
+    if (!same(t, before)) points.push_back(n);
+    before = t;
+  }
+  ASSERT_LE(points.size(), 4u) << step.name << ": the traffic model changes more often than "
+                                  "this test expects; test the changes that matter";
+  if (limit != kNoColLimit) points.push_back(limit);
+  std::string at;
+  for (int b : points) at += (at.empty() ? "" : ",") + std::to_string(b);
+  ::testing::Test::RecordProperty("points", at);  // in --gtest_output=xml
+  for (int b : points) {
+    std::vector<int> cols;
+    for (int n = std::max(1, b - 8); n <= std::min(limit, b + 8); ++n) cols.push_back(n);
+    check_all(step, 3, cols, {InputKind::kNormal}, {{0, 0}, {1, 1}, {3, 3}, {1, 2}, {2, 1}});
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSteps, StepAtSwitches, ::testing::ValuesIn(all_steps()),
+                         [](const ::testing::TestParamInfo<Step>& info) {
+                           return std::string(info.param.name);
+                         });
+
 // Bad arguments: a clear error naming the problem, nothing launched, nothing written.
 class StepArguments : public testing::GpuTest<::testing::TestWithParam<Step>> {
  protected:
@@ -134,6 +315,18 @@ TEST_P(StepArguments, RejectsNullInput) {
 }
 TEST_P(StepArguments, RejectsNullOutput) {
   expect_rejected([&] { GetParam().launch(x_.get(), nullptr, kRows, kCols, 0); }, "y is null");
+}
+// A float pointer 2 bytes into an allocation: no float can start there. The shape stays inside
+// the buffer even from the shifted pointer, in case a launcher ran anyway.
+TEST_P(StepArguments, RejectsInputNotFourByteAligned) {
+  const auto* x = reinterpret_cast<const float*>(reinterpret_cast<const char*>(x_.get()) + 2);
+  expect_rejected([&] { GetParam().launch(x, y_.get(), kRows, kCols - 1, 0); },
+                  "x is not 4-byte aligned");
+}
+TEST_P(StepArguments, RejectsOutputNotFourByteAligned) {
+  auto* y = reinterpret_cast<float*>(reinterpret_cast<char*>(y_.get()) + 2);
+  expect_rejected([&] { GetParam().launch(x_.get(), y, kRows, kCols - 1, 0); },
+                  "y is not 4-byte aligned");
 }
 TEST_P(StepArguments, RejectsZeroRows) {
   expect_rejected([&] { GetParam().launch(x_.get(), y_.get(), 0, kCols, 0); }, "rows must be >= 1");

@@ -2,10 +2,12 @@
 // The CPU reference on hand-computed cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "common/data.h"
 #include "common/reference.h"
 
 namespace softmax {
@@ -82,6 +84,58 @@ TEST(Reference, NaNMakesRowNaN) {
     std::vector<float> x = {1.f, 2.f, 3.f};
     x[pos] = kNaN;
     for (double v : reference_softmax(x, 1, 3)) EXPECT_TRUE(std::isnan(v)) << "NaN at " << pos;
+  }
+}
+
+// torch.softmax on a row whose only finite entry is v: exp(v - v) = 1 there, exp(-inf - v) = 0
+// everywhere else, exactly. The row is not NaN: its max is finite.
+TEST(Reference, OneFiniteValueGivesExactlyOneHot) {
+  for (float v : {0.f, -75.5f, 80.f, 1e30f, -1e30f}) {
+    for (int pos = 0; pos < 5; ++pos) {
+      std::vector<float> x(5, -kInf);
+      x[pos] = v;
+      const std::vector<double> y = reference_softmax(x, 1, 5);
+      for (int c = 0; c < 5; ++c) EXPECT_EQ(y[c], c == pos ? 1.0 : 0.0) << v << " at " << pos;
+    }
+  }
+}
+
+TEST(Reference, OneFiniteAtEndsRowsAreOneHotAtTheEnd) {
+  for (int cols : {1, 2, 3, 5, 7, 64, 1031}) {
+    const int rows = 24;
+    const std::vector<float> x = make_input(rows, cols, 11, InputKind::kOneFiniteAtEnds);
+    const std::vector<double> y = reference_softmax(x, rows, cols);
+    for (int r = 0; r < rows; ++r) {
+      const int at = end_position(r, cols);
+      for (int c = 0; c < cols; ++c)
+        ASSERT_EQ(y[size_t(r) * cols + c], c == at ? 1.0 : 0.0)
+            << "row " << r << " col " << c << " of " << cols;
+    }
+  }
+}
+
+// The planted maximum takes the largest share; 100 above the rest it takes all of it (the
+// others, exp(-100) and less, are zero within the tolerance).
+TEST(Reference, MaxAtEndsRowsPeakAtTheEnd) {
+  for (int cols : {1, 2, 3, 6, 61, 1031}) {
+    const int rows = 24;
+    const std::vector<float> x = make_input(rows, cols, 12, InputKind::kMaxAtEnds);
+    const std::vector<double> y = reference_softmax(x, rows, cols);
+    for (int r = 0; r < rows; ++r) {
+      const double* row = y.data() + size_t(r) * cols;
+      const int at = end_position(r, cols);
+      EXPECT_EQ(std::max_element(row, row + cols) - row, at) << "row " << r << " of " << cols;
+      double sum = 0;
+      for (int c = 0; c < cols; ++c) sum += row[c];
+      EXPECT_NEAR(sum, 1.0, 1e-12);
+      if ((r / 6) % 2 == 1) {
+        EXPECT_NEAR(row[at], 1.0, 1e-30 * cols + 1e-15) << "row " << r;
+        for (int c = 0; c < cols; ++c)
+          if (c != at) EXPECT_LT(row[c], 1e-40) << "row " << r << " col " << c;
+      } else if (cols > 1) {
+        EXPECT_LT(row[at], 1.0) << "row " << r << ": every element keeps a share";
+      }
+    }
   }
 }
 

@@ -2,9 +2,12 @@
 // The verifier must catch what it exists to catch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "common/data.h"
@@ -144,6 +147,69 @@ TEST(Data, NonFiniteRowsFollowTheDocumentedPattern) {
   EXPECT_EQ(count(row(2), [](float v) { return v == INFINITY; }), 1);
   EXPECT_EQ(count(row(3), [](float v) { return std::isnan(v); }), 1);
   EXPECT_EQ(count(row(5), [](float v) { return !std::isfinite(v); }), 0);
+}
+
+TEST(Data, EndPositionsCoverBothEnds) {
+  // 0, N-1, 1, N-2, 2, N-3, then again: the three elements of a partial head or tail slot.
+  const int want[] = {0, 9, 1, 8, 2, 7, 0, 9};
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(end_position(r, 10), want[r]) << r;
+  for (int cols : {1, 2, 3, 4, 5}) {
+    std::set<int> seen;
+    for (int r = 0; r < 6; ++r) {
+      const int c = end_position(r, cols);
+      EXPECT_GE(c, 0);
+      EXPECT_LT(c, cols);
+      seen.insert(c);
+    }
+    EXPECT_EQ(seen.size(), size_t(std::min(cols, 6))) << "every column of a short row";
+  }
+}
+
+TEST(Data, MaxAtEndsPlantsTheRowMaximumAtTheEnd) {
+  const int rows = 24, cols = 37;
+  const std::vector<float> x = make_input(rows, cols, 5, InputKind::kMaxAtEnds);
+  for (int r = 0; r < rows; ++r) {
+    const float* row = x.data() + r * cols;
+    const int at = end_position(r, cols);
+    float rest = -INFINITY;
+    for (int c = 0; c < cols; ++c) {
+      ASSERT_TRUE(std::isfinite(row[c]));
+      if (c != at) rest = std::max(rest, row[c]);
+    }
+    EXPECT_FLOAT_EQ(row[at] - rest, (r / 6) % 2 == 0 ? 4.f : 100.f) << "row " << r;
+  }
+  EXPECT_EQ(make_input(3, 50, 1, InputKind::kMaxAtEnds),
+            make_input(3, 50, 1, InputKind::kMaxAtEnds));
+}
+
+TEST(Data, OneFiniteAtEndsHasOneFiniteValuePerRow) {
+  const int rows = 24, cols = 13;
+  const std::vector<float> x = make_input(rows, cols, 6, InputKind::kOneFiniteAtEnds);
+  for (int r = 0; r < rows; ++r) {
+    const int at = end_position(r, cols);
+    for (int c = 0; c < cols; ++c) {
+      const float v = x[r * cols + c];
+      if (c == at) {
+        EXPECT_TRUE(std::isfinite(v));
+        EXPECT_LE(std::fabs(v), 80.f);
+      } else {
+        EXPECT_EQ(v, -INFINITY) << "row " << r << " col " << c;
+      }
+    }
+  }
+}
+
+TEST(Data, EveryKindHasItsOwnName) {
+  std::set<std::string> names;
+  for (InputKind kind : kAllInputKinds) {
+    const std::string name = to_string(kind);
+    EXPECT_NE(name, "?");
+    EXPECT_EQ(name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_"), std::string::npos)
+        << name << ": test names are built from it";
+    names.insert(name);
+  }
+  EXPECT_EQ(names.size(), std::size(kAllInputKinds));
+  EXPECT_EQ(std::size(kAllInputKinds), size_t(InputKind::kOneFiniteAtEnds) + 1) << "a kind missing";
 }
 
 }  // namespace

@@ -1,29 +1,77 @@
 #!/usr/bin/env bash
-# compute-sanitizer memcheck, racecheck and synccheck on every step at 1823x781, plus extra shapes
-# given as STEP:ROWSxCOLS arguments (e.g. one shape per dispatch path of step07). Each run is one
-# verified launch (build/softmax_profile). Prints one summary line per run; exits 1 on any error.
+# compute-sanitizer memcheck, racecheck, synccheck and initcheck on every step at 1823x781, plus
+# extra shapes given as arguments, plus (with --step07-paths) a built-in list that reaches every
+# dispatch path of step07. Each run is one verified launch (build/softmax_profile). Prints one
+# summary line per run; exits 1 on any error.
 #
-#   tools/sanitize.sh [STEP:ROWSxCOLS ...]        (after: cmake --preset default && cmake --build build)
+#   tools/sanitize.sh [--step07-paths] [SHAPE ...]   (after: cmake --preset default && cmake --build build)
+#
+# SHAPE is STEP:ROWSxCOLS or STEP:ROWSxCOLS+XOFF+YOFF, e.g. step07_persistent:512x1000+1+2: x and y
+# placed XOFF and YOFF floats (0..3) past a 256-byte aligned allocation (softmax_profile's
+# X_OFFSET Y_OFFSET), so row starts leave 16-byte boundaries; equal offsets keep x and y in the same
+# alignment, different ones do not.
+# Environment: COMPUTE_SANITIZER (default compute-sanitizer), SOFTMAX_PROFILE (default
+# build/softmax_profile), SANITIZE_TOOLS (default "memcheck racecheck synccheck initcheck").
 set -uo pipefail
 cd "$(dirname "$0")/.."
-prof=build/softmax_profile
+prof=${SOFTMAX_PROFILE:-build/softmax_profile}
 san=${COMPUTE_SANITIZER:-compute-sanitizer}
-command -v "$san" >/dev/null || { echo "sanitize.sh: $san not found (it ships with the CUDA toolkit)"; exit 2; }
-[ -x "$prof" ] || { echo "sanitize.sh: $prof not built (cmake --preset default && cmake --build build)"; exit 2; }
+read -r -a tools <<<"${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}"
+
+# step07_persistent's paths by S, the 16-byte slots a row needs (N / 4 for N % 4 == 0 and
+# 16-byte aligned x and y, else at most floor((N + 6) / 4)): (a) S <= 32 sub-warp groups,
+# (b) S <= 512 a warp per row (two kernels, by float4 per lane), (c) S <= 4096 a block per row in
+# registers (128 threads up to S = 2048, then 256), (d) the row cached in shared memory (up to
+# about 58,000 floats on an H100), (e) two passes over global memory, (f) x and y in different
+# alignments: the scalar fallback, any N. Each of (a)-(e) aligned, with N % 4 != 0, and with x
+# and y offset alike.
+step07_paths() {
+  local s=step07_persistent
+  printf '%s\n' \
+    "$s:4096x4" "$s:4096x64" "$s:4096x61" "$s:4096x64+1+1" "$s:4096x30+3+3" \
+    "$s:1001x256" "$s:1001x512" "$s:512x2048" "$s:1001x1031" "$s:1001x1024+1+1" "$s:512x2045+2+2" \
+    "$s:256x4096" "$s:256x16384" "$s:256x8191" "$s:256x8192+2+2" "$s:256x16381+1+1" \
+    "$s:8x40000" "$s:8x40001" "$s:8x40000+3+3" \
+    "$s:4x70000" "$s:4x70002" "$s:4x70000+1+1" \
+    "$s:1024x61+1+2" "$s:512x1000+1+2" "$s:64x20000+1+2" "$s:4x70001+1+2" "$s:256x4096+0+3"
+}
 
 runs=()
 for dir in step[0-9][0-9]_*/; do runs+=("${dir%/}:1823x781"); done
-runs+=("$@")
+for arg in "$@"; do
+  case $arg in
+    --step07-paths) mapfile -t -O "${#runs[@]}" runs < <(step07_paths) ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
+    -*) echo "sanitize.sh: unknown option $arg (see --help)"; exit 2 ;;
+    *) runs+=("$arg") ;;
+  esac
+done
+
+# Check every shape before the first (slow) run.
+shape_re='^([A-Za-z0-9_]+):([0-9]+)x([0-9]+)(\+([0-3])\+([0-3]))?$'
+for run in "${runs[@]}"; do
+  if ! [[ $run =~ $shape_re ]]; then
+    echo "sanitize.sh: bad shape '$run' (STEP:ROWSxCOLS or STEP:ROWSxCOLS+XOFF+YOFF, offsets 0..3)"
+    exit 2
+  fi
+done
+
+command -v "$san" >/dev/null || { echo "sanitize.sh: $san not found (it ships with the CUDA toolkit)"; exit 2; }
+[ -x "$prof" ] || { echo "sanitize.sh: $prof not built (cmake --preset default && cmake --build build)"; exit 2; }
 
 failed=0
 for run in "${runs[@]}"; do
-  step=${run%%:*}
+  [[ $run =~ $shape_re ]]
+  step=${BASH_REMATCH[1]} rows=${BASH_REMATCH[2]} cols=${BASH_REMATCH[3]}
+  offsets=()
+  [ -n "${BASH_REMATCH[4]}" ] && offsets=("${BASH_REMATCH[5]}" "${BASH_REMATCH[6]}")
   shape=${run#*:}
-  for tool in memcheck racecheck synccheck; do
-    out=$("$san" --tool "$tool" --error-exitcode 3 "$prof" "$step" "${shape%x*}" "${shape#*x}" 2>&1)
+  for tool in "${tools[@]}"; do
+    out=$("$san" --tool "$tool" --error-exitcode 3 "$prof" "$step" "$rows" "$cols" \
+      ${offsets[@]+"${offsets[@]}"} 2>&1)
     rc=$?
     summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" <<<"$out" | tail -1)
-    printf '%-22s %-11s %-10s rc=%d  %s\n' "$step" "$shape" "$tool" "$rc" "${summary:-no summary line}"
+    printf '%-22s %-15s %-10s rc=%d  %s\n' "$step" "$shape" "$tool" "$rc" "${summary:-no summary line}"
     if [ "$rc" -ne 0 ]; then
       failed=1
       tail -20 <<<"$out"
