@@ -1,19 +1,32 @@
 // SPDX-License-Identifier: MIT
 // The benchmark suite: every step of the table, plus memcpy and the baselines (unfused; cuDNN
-// when found), at M = 4096 rows and N = 128*i, i = 2..128 (Triton's fused-softmax grid).
+// when found), over three sweeps of shapes, each entry named `<impl>/<sweep>/M:<M>/N:<N>`:
+//
+//   grid       M = 4096, N = 128*i, i = 2..128 (Triton's fused-softmax grid)
+//   irregular  M = 4096, N = 97*k, k = 3..168: every residue of N mod 4, so most rows start off
+//              the 16-byte alignment the buffers (cudaMalloc) give row 0 (only N % 4 == 0 keeps it)
+//   short      many short rows: 65536x32, 65536x64, 65536x128, 16384x256, 65536x61, 65536x127
+//
+// The one-thread-per-row steps (step00_naive, step01_online) take milliseconds per launch at large
+// N, so they run on a coarser subset of the first two sweeps: the grid at N = 256, 512, 768, then
+// every 1024; the irregular sweep at every 8th k (N % 4 == 0) plus k % 32 in {3, 5, 6} (the
+// three other residues, from N = 291 up). They run the whole short sweep.
 //
 // Each benchmark is one Google Benchmark iteration whose manual time is the median of the common
 // timer's runs (L2 flushed before each), so bytes_per_second is the effective bandwidth
-// 2*M*N*4 / median. Counters: GBps, memcpy_GBps, ratio_to_memcpy (a memcpy of the same size,
-// timed interleaved with the step, launch by launch), median_us, min_us, model_bytes (the step's
-// traffic model), and for the baselines final_step_speedup: the baseline's median time over the
-// final step's, the two timed in the same rounds (> 1: the final step is faster). The memcpy
-// rows are a memcpy timed on its own at the start of the run.
+// 2*M*N*4 / median. Counters: M, N, GBps, memcpy_GBps, ratio_to_memcpy (a memcpy of the same
+// size, timed interleaved with the step, launch by launch), median_us, min_us, model_bytes (the
+// step's traffic model), and for the baselines final_step_speedup: the baseline's median time
+// over the final step's, the two timed in the same rounds (> 1: the final step is faster). The
+// memcpy entries are a memcpy timed on its own, at the start of each sweep.
 //
 //   ./build/bench/softmax_bench --benchmark_out=results.json --benchmark_out_format=json
 //   ./build/bench/softmax_bench --benchmark_filter='step07|memcpy'
+//   ./build/bench/softmax_bench --benchmark_filter='step07.*/irregular/'
+//   ./build/bench/softmax_bench --benchmark_filter='(memcpy|step07|cudnn)/short/'
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -29,30 +42,60 @@ namespace {
 using softmax::Measurement;
 using softmax::Step;
 
-constexpr int kRows = 4096;
+constexpr int kRows = 4096;  // M of the grid and irregular sweeps
 constexpr int kRuns = 30;
 
-// N = 128*i, i = 2..128.
-std::vector<int> full_grid() {
-  std::vector<int> cols;
-  for (int i = 2; i <= 128; ++i) cols.push_back(128 * i);
-  return cols;
+struct Shape {
+  int rows, cols;
+};
+
+// grid: N = 128*i, i = 2..128; coarse: 256, 512, 768, then every 1024.
+std::vector<Shape> grid(bool coarse) {
+  std::vector<Shape> s;
+  for (int i = 2; i <= 128; ++i) {
+    const int n = 128 * i;
+    if (!coarse || n % (n < 1024 ? 256 : 1024) == 0) s.push_back({kRows, n});
+  }
+  return s;
 }
 
-// The one-thread-per-row steps take up to tens of milliseconds per launch at large N: they are
-// measured on a coarser grid (256, 512, 768, then every 1024) to keep a full run near 5 minutes.
-std::vector<int> coarse_grid() {
-  std::vector<int> cols = {256, 512, 768};
-  for (int n = 1024; n <= 128 * 128; n += 1024) cols.push_back(n);
-  return cols;
+// irregular: N = 97*k, k = 3..168 (N % 4 == k % 4); coarse: k % 8 == 0, or k % 32 in {3, 5, 6}.
+std::vector<Shape> irregular(bool coarse) {
+  std::vector<Shape> s;
+  for (int k = 3; k <= 168; ++k) {
+    if (!coarse || k % 8 == 0 || k % 32 == 3 || k % 32 == 5 || k % 32 == 6)
+      s.push_back({kRows, 97 * k});
+  }
+  return s;
 }
-bool uses_coarse_grid(const std::string& name) {
+
+// short: many short rows, aligned and not.
+std::vector<Shape> short_rows(bool) {
+  return {{65536, 32}, {65536, 64}, {65536, 128}, {16384, 256}, {65536, 61}, {65536, 127}};
+}
+
+struct Sweep {
+  const char* name;
+  std::vector<Shape> (*shapes)(bool coarse);
+};
+constexpr Sweep kSweeps[] = {{"grid", grid}, {"irregular", irregular}, {"short", short_rows}};
+
+bool uses_coarse_sweeps(const std::string& name) {
   return name == "step00_naive" || name == "step01_online";
 }
 
+// "short: 65536x32,65536x64,..." from the shapes themselves.
+std::string describe_short() {
+  std::string d = "short:";
+  for (const Shape& s : short_rows(false))
+    d += (d.back() == ':' ? " " : ",") + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+  return d;
+}
+
 struct Context {
+  explicit Context(size_t max_elements) : buffers(max_elements) {}
   softmax::Timer timer;
-  softmax::TimingBuffers buffers{size_t(kRows) * 128 * 128};
+  softmax::TimingBuffers buffers;
 };
 
 void report(benchmark::State& state, const Measurement& m, const std::string& label) {
@@ -71,17 +114,18 @@ void report(benchmark::State& state, const Measurement& m, const std::string& la
 
 // After the loop, where state.iterations() counts the finished iteration: bytes_per_second is
 // then 2*M*N*4 / median time, the effective bandwidth.
-void set_bytes(benchmark::State& state, int cols) {
-  state.SetBytesProcessed(int64_t(2) * kRows * cols * int64_t(sizeof(float)) * state.iterations());
+void set_bytes(benchmark::State& state, Shape sh) {
+  state.SetBytesProcessed(int64_t(2) * sh.rows * sh.cols * int64_t(sizeof(float)) *
+                          state.iterations());
 }
 
 // A baseline (`rival` set) is timed in the same rounds as the final step, head to head.
-void bench_step(benchmark::State& state, Context* ctx, Step step, int cols,
+void bench_step(benchmark::State& state, Context* ctx, Step step, Shape sh,
                 std::optional<Step> rival = std::nullopt) {
   for (auto _ : state) {
     try {
       report(state,
-             softmax::measure(step, ctx->timer, ctx->buffers, kRows, cols, kRuns,
+             softmax::measure(step, ctx->timer, ctx->buffers, sh.rows, sh.cols, kRuns,
                               rival ? &*rival : nullptr),
              step.name);
     } catch (const std::exception& e) {
@@ -89,27 +133,31 @@ void bench_step(benchmark::State& state, Context* ctx, Step step, int cols,
       return;
     }
   }
-  set_bytes(state, cols);
+  set_bytes(state, sh);
 }
 
-void bench_memcpy(benchmark::State& state, Context* ctx, int cols) {
+void bench_memcpy(benchmark::State& state, Context* ctx, Shape sh) {
   for (auto _ : state) {
     Measurement m;
-    m.rows = kRows;
-    m.cols = cols;
-    const size_t bytes = size_t(kRows) * cols * sizeof(float);
+    m.rows = sh.rows;
+    m.cols = sh.cols;
+    const size_t bytes = size_t(sh.rows) * sh.cols * sizeof(float);
     m.kernel = m.memcpy = ctx->timer.time_memcpy(ctx->buffers.y(), ctx->buffers.x(), bytes, kRuns);
-    m.gbps = m.memcpy_gbps = softmax::effective_gbps(kRows, cols, m.kernel.median_ms);
+    m.gbps = m.memcpy_gbps = softmax::effective_gbps(sh.rows, sh.cols, m.kernel.median_ms);
     m.ratio = 1.0;
-    m.model_bytes = softmax::kIdealTraffic.bytes(kRows, cols);
+    m.model_bytes = softmax::kIdealTraffic.bytes(sh.rows, sh.cols);
     report(state, m, "memcpy");
   }
-  set_bytes(state, cols);
+  set_bytes(state, sh);
 }
 
+// `<impl>/<sweep>/M:<M>/N:<N>`: tools/plot_results.py, tools/bench_summary.py and
+// tools/torch_softmax_bench.py key on this form.
 template <typename Fn>
-void add(const std::string& name, int cols, Fn fn) {
-  benchmark::RegisterBenchmark((name + "/N:" + std::to_string(cols)).c_str(), fn)
+void add(const std::string& impl, const Sweep& sweep, Shape sh, Fn fn) {
+  const std::string name =
+      impl + "/" + sweep.name + "/M:" + std::to_string(sh.rows) + "/N:" + std::to_string(sh.cols);
+  benchmark::RegisterBenchmark(name.c_str(), fn)
       ->UseManualTime()
       ->Iterations(1)
       ->Unit(benchmark::kMicrosecond);
@@ -136,6 +184,12 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("driver_cuda", dev.driver_string());
     benchmark::AddCustomContext("runtime_cuda", dev.runtime_string());
     benchmark::AddCustomContext("rows", std::to_string(kRows));
+    benchmark::AddCustomContext(
+        "sweeps",
+        "grid: M=4096 N=128*i i=2..128; irregular: M=4096 N=97*k k=3..168; " + describe_short());
+    benchmark::AddCustomContext("coarse_sweeps",
+                                "step00_naive,step01_online: grid N=256,512,768 then every 1024; "
+                                "irregular k%8==0 or k%32 in {3,5,6}; short: all");
     benchmark::AddCustomContext("timed_runs", std::to_string(kRuns));
     std::string order = "memcpy";
     for (const Step& s : softmax::all_steps()) order += std::string(",") + s.name;
@@ -146,19 +200,26 @@ int main(int argc, char** argv) {
     for (const Step& s : softmax::all_steps()) benchmark::AddCustomContext(std::string("lesson:") + s.name, s.lesson);
     for (const Step& s : baselines::all()) benchmark::AddCustomContext(std::string("lesson:") + s.name, s.lesson);
 
-    Context ctx;
-    for (int cols : full_grid()) add("memcpy", cols, [&ctx, cols](benchmark::State& st) { bench_memcpy(st, &ctx, cols); });
+    size_t max_elements = 0;
+    for (const Sweep& sw : kSweeps)
+      for (Shape sh : sw.shapes(false))
+        max_elements = std::max(max_elements, size_t(sh.rows) * sh.cols);
+    Context ctx(max_elements);
     const std::vector<Step> steps = softmax::all_steps();
-    for (const Step& s : steps) {
-      for (int cols : uses_coarse_grid(s.name) ? coarse_grid() : full_grid())
-        add(s.name, cols, [&ctx, s, cols](benchmark::State& st) { bench_step(st, &ctx, s, cols); });
-    }
     const Step final_step = steps.back();
-    for (const Step& s : baselines::all()) {
-      for (int cols : full_grid())
-        add(s.name, cols, [&ctx, s, cols, final_step](benchmark::State& st) {
-          bench_step(st, &ctx, s, cols, final_step);
-        });
+    for (const Sweep& sw : kSweeps) {
+      for (Shape sh : sw.shapes(false))
+        add("memcpy", sw, sh, [&ctx, sh](benchmark::State& st) { bench_memcpy(st, &ctx, sh); });
+      for (const Step& s : steps) {
+        for (Shape sh : sw.shapes(uses_coarse_sweeps(s.name)))
+          add(s.name, sw, sh, [&ctx, s, sh](benchmark::State& st) { bench_step(st, &ctx, s, sh); });
+      }
+      for (const Step& s : baselines::all()) {
+        for (Shape sh : sw.shapes(false))
+          add(s.name, sw, sh, [&ctx, s, sh, final_step](benchmark::State& st) {
+            bench_step(st, &ctx, s, sh, final_step);
+          });
+      }
     }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

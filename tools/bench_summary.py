@@ -1,77 +1,133 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Summarise a softmax_bench JSON: GB/s and ratio to memcpy per implementation at a few N, and
-the final step's targets (>= 0.95 x memcpy for N >= 1024, >= 0.90 below, faster than cuDNN at
-every N of the same run, in GB/s and, where the run timed them in the same rounds, head to head).
+"""Summarise a softmax_bench JSON and check the final step's targets.
 
-    tools/bench_summary.py docs/results/bench_h100.json [--step step07_persistent]
-Exit code 0 when the targets hold, 1 when they do not, 2 on bad input.
+Prints GB/s (ratio to memcpy) per implementation at a few N of the grid, each short-rows shape,
+and every implementation's lowest / median ratio over each sweep; then checks the final step's
+targets (tools/plot_results.py check_targets, the same list its target-check block renders):
+
+  - ratio to memcpy >= 0.95 at every N >= 1024 and >= 0.90 below, on the grid (M = 4096,
+    N = 128*i) and on the irregular sweep (M = 4096, N = 97*k); >= 0.95 at every short-rows shape;
+  - faster than cuDNN head to head at every point of every sweep (cuDNN's final_step_speedup > 1;
+    GB/s against GB/s for an older JSON without it); not checked when the run has no cuDNN;
+  - with --extra FILE (tools/torch_softmax_bench.py's JSON; repeatable): a ratio to memcpy at least
+    that of every implementation in it (torch, triton) at every shape both have. Each ratio is
+    against the memcpy timed beside it in its own program; the closest margins are printed.
+
+A sweep missing from the JSON, or a point the step skipped, counts as a miss.
+
+    tools/bench_summary.py docs/results/bench_h100.json [--extra docs/results/torch_h100.json]
+                           [--step step07_persistent] [--cols 256,512,...]
+Exit code 0 when every target holds, 1 when one does not, 2 on bad input.
 """
 import argparse
-import json
+import math
+import statistics
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import plot_results as pr  # noqa: E402  (the loader and the targets)
 
 
-def load(path):
-    with open(path) as f:
-        data = json.load(f)
-    runs = {}
-    for b in data.get("benchmarks", []):
-        if b.get("error_occurred"):
-            print(f"error in {b['name']}: {b.get('error_message')}", file=sys.stderr)
-            continue
-        runs.setdefault(b["label"], {})[int(b["N"])] = b
-    return data.get("context", {}), runs
+def shape_text(res, sweep, shape):
+    return pr.fmt_shape(res, sweep, shape, times="x").replace("N = ", "N=")
+
+
+def print_tables(res, cols):
+    print(f"{res.ctx('gpu_name', '?')}, driver {res.ctx('driver', '?')}, CUDA {res.ctx('runtime_cuda', '?')}, "
+          f"commit {res.ctx('commit', '?')}")
+    impls = [n for n in res.order if any(res.sweep_points(sw, n) for sw in pr.SWEEPS)]
+
+    print(f"\ngrid: GB/s (ratio to memcpy), M = {res.rows}")
+    print(f"{'':22}" + "".join(f"{n:>16}" for n in cols))
+    for impl in impls:
+        cells = [f"{p.gbps:8.0f} ({p.ratio:4.2f})" if p else "-"
+                 for p in (res.point(impl, n) for n in cols)]
+        print(f"{impl:22}" + "".join(f"{c:>16}" for c in cells))
+
+    shapes = sorted({s for pts in res.sweeps.get(pr.SHORT, {}).values() for s in pts},
+                    key=lambda s: (s[1], s[0]))
+    if shapes:
+        print("\nshort rows: GB/s (ratio to memcpy)")
+        print(f"{'':22}" + "".join(f"{f'{m}x{n}':>16}" for m, n in shapes))
+        for impl in impls:
+            pts = res.sweep_points(pr.SHORT, impl)
+            cells = [f"{pts[s].gbps:8.0f} ({pts[s].ratio:4.2f})" if s in pts else "-" for s in shapes]
+            print(f"{impl:22}" + "".join(f"{c:>16}" for c in cells))
+
+    bins = [b for b in pr.SUMMARY_BINS if any(res.sweep_points(b[0], i) for i in impls)]
+    print("\nlowest / median ratio to memcpy over each sweep")
+    print(f"{'':22}" + "".join(f"{h.replace('≥', '>='):>22}" for _, h, _ in bins))
+    for impl in impls:
+        cells = []
+        for sweep, _, sel in bins:
+            r = [p.ratio for s, p in res.sweep_points(sweep, impl).items() if sel(s) and not math.isnan(p.ratio)]
+            cells.append(f"{min(r):.3f} / {statistics.median(r):.3f}" if r else "-")
+        print(f"{impl:22}" + "".join(f"{c:>22}" for c in cells))
+
+
+def report_check(res, step, check, closest):
+    """Prints one target's verdict, every miss with its margin, and with `closest` the points
+    nearest the limit. Returns True when it is met."""
+    where = pr.SWEEP_TITLES[check.sweep]
+    if not check.values:
+        print(f"  MISS  {where}: {check.what} {check.wanted}: the sweep is not in this run")
+        return False
+    lowest = check.measured
+    n_ok = len(check.values) - len(check.misses)
+    worst = f"worst {lowest[0][0]:.3f} at {shape_text(res, check.sweep, lowest[0][1])}" if lowest else "nothing measured"
+    print(f"  {'ok  ' if check.met else 'MISS'}  {where}: {check.what} {check.wanted}: {worst}; "
+          f"{n_ok} of {len(check.values)} points meet it")
+    for shape, v in check.misses:
+        at = shape_text(res, check.sweep, shape)
+        if math.isnan(v):
+            err = res.sweep_errors_of(check.sweep, step).get(shape, "no entry")
+            print(f"          {at}: not measured ({err})")
+        else:
+            extra = f" ({check.detail[shape]})" if shape in check.detail else ""
+            print(f"          {at}: {v:.4f}{extra}, margin {v - check.limit:+.4f}")
+    if closest and check.met:
+        near = ", ".join(f"{shape_text(res, check.sweep, s)}: {v:.3f}"
+                         + (f" ({check.detail[s]})" if s in check.detail else "")
+                         for v, s in lowest[:closest])
+        print(f"          closest: {near}")
+    return check.met
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("json")
-    ap.add_argument("--step", default="step07_persistent", help="the step whose targets are checked")
-    ap.add_argument("--cols", default="256,512,1024,2048,4096,8192,16384")
+    ap.add_argument("json", type=Path)
+    ap.add_argument("--step", help="the step whose targets are checked (default: the JSON's final_step)")
+    ap.add_argument("--extra", type=Path, action="append", default=[], metavar="FILE",
+                    help="a JSON of tools/torch_softmax_bench.py to compare with (repeatable)")
+    ap.add_argument("--cols", default="256,512,1024,2048,4096,8192,16384",
+                    help="grid row lengths of the first table")
     args = ap.parse_args()
     try:
-        ctx, runs = load(args.json)
-    except (OSError, ValueError, KeyError) as e:
-        print(f"bench_summary: cannot read {args.json}: {e}", file=sys.stderr)
+        res = pr.load_results(args.json)
+        extras = [pr.load_results(p) for p in args.extra]
+        cols = [int(c) for c in args.cols.split(",")]
+    except (pr.ToolError, ValueError) as e:
+        print(f"bench_summary: {e}", file=sys.stderr)
         return 2
-    order = [i for i in ctx.get("implementations", "").split(",") if i in runs] or sorted(runs)
-    cols = [int(c) for c in args.cols.split(",")]
-    print(f"{ctx.get('gpu_name', '?')}, driver {ctx.get('driver', '?')}, CUDA {ctx.get('runtime_cuda', '?')}")
-    print("GB/s (ratio to memcpy), M = " + ctx.get("rows", "?"))
-    print(f"{'':22}" + "".join(f"{n:>16}" for n in cols))
-    for impl in order:
-        cells = []
-        for n in cols:
-            b = runs[impl].get(n)
-            cells.append(f"{b['GBps']:8.0f} ({b['ratio_to_memcpy']:4.2f})" if b else f"{'-':>16}")
-        print(f"{impl:22}" + "".join(f"{c:>16}" for c in cells))
+    step = args.step or res.ctx("final_step", "step07_persistent")
+    print_tables(res, cols)
 
-    step = runs.get(args.step)
-    if not step:
-        print(f"no results for {args.step}")
+    if not any(res.sweep_points(sw, step) for sw in pr.SWEEPS):
+        print(f"\nno results for {step}")
         return 1
+    checks = pr.check_targets(res, step, extras)
+    print(f"\ntargets of {step}:")
     ok = True
-    worst_hi = min((b["ratio_to_memcpy"], n) for n, b in step.items() if n >= 1024)
-    worst_lo = min(((b["ratio_to_memcpy"], n) for n, b in step.items() if n < 1024), default=(1, 0))
-    print(f"\n{args.step}: lowest ratio for N >= 1024: {worst_hi[0]:.3f} at N={worst_hi[1]} (target 0.95)")
-    print(f"{args.step}: lowest ratio for N <  1024: {worst_lo[0]:.3f} at N={worst_lo[1]} (target 0.90)")
-    ok = worst_hi[0] >= 0.95 and worst_lo[0] >= 0.90
-    if "cudnn" in runs:
-        losses = [(n, b["GBps"], runs["cudnn"][n]["GBps"]) for n, b in sorted(step.items())
-                  if n in runs["cudnn"] and b["GBps"] <= runs["cudnn"][n]["GBps"]]
-        print(f"{args.step}: not faster than cuDNN at {len(losses)} of {len(step)} N"
-              + "".join(f"\n  N={n}: {a:.0f} vs cuDNN {c:.0f} GB/s" for n, a, c in losses[:20]))
-        ok = ok and not losses
-        h2h = {n: b["final_step_speedup"] for n, b in runs["cudnn"].items()
-               if "final_step_speedup" in b} if ctx.get("final_step") == args.step else {}
-        if h2h:  # cuDNN and the final step timed in the same rounds
-            slower = [(n, x) for n, x in sorted(h2h.items()) if x <= 1.0]
-            print(f"head to head (timed in the same rounds): not faster than cuDNN at {len(slower)} of "
-                  f"{len(h2h)} N" + "".join(f"\n  N={n}: {x:.3f}x cuDNN's speed" for n, x in slower[:20]))
-            ok = ok and not slower
-    else:
-        print("no cuDNN results in this run")
+    for check in checks:
+        ok = report_check(res, step, check, closest=3 if check.detail else 0) and ok
+    if not any(res.sweep_points(sw, "cudnn") for sw in pr.SWEEPS):
+        print("  note  no cuDNN in this run: the head-to-head target is not checked")
+    for ex in extras:
+        for impl in (n for n in ex.order if n != "memcpy"):
+            if not any(set(res.sweep_points(sw, step)) & set(ex.sweep_points(sw, impl)) for sw in pr.SWEEPS):
+                print(f"  note  {impl} ({ex.path.name}) shares no shape with {step}: not compared")
     print("targets " + ("MET" if ok else "NOT met"))
     return 0 if ok else 1
 

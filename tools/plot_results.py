@@ -5,8 +5,19 @@
 Numbers are generated, never typed: this script draws the charts and rewrites every results table
 in README.md and docs/*.md between marker comments, from the JSON alone.
 
-  docs/img/bandwidth.png   effective GB/s against N (M = rows of the run) for every step, with
-                           memcpy (black, dashed) and the baselines (grey) as reference lines
+Entries are named <impl>/<sweep>/M:<M>/N:<N> (Google Benchmark may append /iterations:1/...), the
+sweep one of grid (M = 4096, N = 128*i), irregular (M = 4096, N = 97*k) and short (many short
+rows); an entry named <impl>/N:<N>, as older files have, belongs to the grid. The results table,
+the sweep tables, the staircase and the top of the bandwidth chart use the grid.
+
+  docs/img/bandwidth.png   top: effective GB/s against N on the grid for every step, with memcpy
+                           (black, dashed), the baselines (grey) and every implementation of the
+                           --extra files (torch, triton); bottom, when the irregular sweep was run:
+                           the ratio to memcpy against N there, the same lines. A second panel
+                           rather than a second chart, so the one image the README shows has both
+                           and the two x axes line up; ratio, not GB/s, because N = 97*k puts
+                           rows of unaligned and aligned lengths side by side and the ratio
+                           removes memcpy's own ups and downs between neighbouring N.
   docs/img/staircase.png   each step's GB/s at N in STAIRCASE_NS, bars labelled with the ratio
                            to memcpy at that N
 
@@ -17,6 +28,12 @@ Markers (each alone on its line, outside fenced code; text outside them is never
   <!-- END results-table -->
   <!-- BEGIN sweep-table step03_block -->      one step over N in SWEEP_NS
   <!-- END sweep-table -->
+  <!-- BEGIN sweep-summary -->                 one line per step, baseline and --extra
+  <!-- END sweep-summary -->                   implementation: its lowest / median ratio to
+                                               memcpy over grid N < 1024, grid N >= 1024,
+                                               irregular N < 1024, irregular N >= 1024, short rows
+  <!-- BEGIN target-check step07_persistent --> the step's targets (check_targets), one line per
+  <!-- END target-check -->                    target and sweep, with the points that miss
 
 A marker naming a step the JSON does not have is an error; no file is written then.
 
@@ -24,7 +41,8 @@ A marker naming a step the JSON does not have is an error; no file is written th
                                 [--img-dir DIR] [--no-charts] [--no-tables] [--check]
 
 JSON defaults to docs/results/bench_h100.json. --check writes nothing and exits 1 when a Markdown
-file would change (the charts are not checked). tools/dram_traffic.py imports the marker code.
+file would change (the charts are not checked). tools/dram_traffic.py imports the marker code,
+tools/bench_summary.py the loader and check_targets.
 """
 from __future__ import annotations
 
@@ -33,6 +51,7 @@ import json
 import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -45,6 +64,27 @@ DEFAULT_JSON = REPO_ROOT / "docs" / "results" / "bench_h100.json"
 TABLE_N = 4096                                         # the results table's row length
 SWEEP_NS = (256, 512, 1024, 2048, 4096, 8192, 16384)   # rows of a sweep table
 STAIRCASE_NS = (1024, 4096, 16384)                     # bar groups of the staircase chart
+
+# The benchmark's sweeps (softmax_bench's names: <impl>/<sweep>/M:<M>/N:<N>).
+GRID, IRREGULAR, SHORT = "grid", "irregular", "short"
+SWEEPS = (GRID, IRREGULAR, SHORT)
+SWEEP_TITLES = {GRID: "grid", IRREGULAR: "irregular", SHORT: "short rows"}
+# The columns of the sweep-summary table: (sweep, heading, which (M, N) belong).
+SUMMARY_BINS = (
+    (GRID, "grid, N < 1024", lambda s: s[1] < 1024),
+    (GRID, "grid, N ≥ 1024", lambda s: s[1] >= 1024),
+    (IRREGULAR, "irregular, N < 1024", lambda s: s[1] < 1024),
+    (IRREGULAR, "irregular, N ≥ 1024", lambda s: s[1] >= 1024),
+    (SHORT, "short rows", lambda s: True),
+)
+# The final step's targets on the ratio to memcpy: (sweep, which points, selector, lowest ratio).
+RATIO_TARGETS = (
+    (GRID, "N >= 1024", lambda s: s[1] >= 1024, 0.95),
+    (GRID, "N < 1024", lambda s: s[1] < 1024, 0.90),
+    (IRREGULAR, "N >= 1024", lambda s: s[1] >= 1024, 0.95),
+    (IRREGULAR, "N < 1024", lambda s: s[1] < 1024, 0.90),
+    (SHORT, "every shape", lambda s: True, 0.95),
+)
 
 STEP_RE = re.compile(r"^step\d\d_\w+$")
 NO_VALUE = "—"        # a cell that has no meaning for the row (speed-up of a baseline)
@@ -85,14 +125,21 @@ class Point:
     final_step_speedup: float = float("nan")  # baselines: their time over the final step's
 
 
+Shape = Tuple[int, int]   # (M, N)
+
+
 @dataclass
 class Results:
     path: Path
     context: Dict[str, object]
     order: List[str]                                     # implementations, memcpy first
+    # The grid sweep by N, what the results table, sweep tables, staircase and bandwidth use:
     points: Dict[str, Dict[int, Point]] = field(default_factory=dict)
     errors: Dict[str, Dict[int, str]] = field(default_factory=dict)  # skipped entries' messages
-    rows: Optional[int] = None
+    rows: Optional[int] = None                           # M of the grid
+    # Every sweep: sweep -> implementation -> (M, N) -> point (or a skipped entry's message).
+    sweeps: Dict[str, Dict[str, Dict[Shape, Point]]] = field(default_factory=dict)
+    sweep_errors: Dict[str, Dict[str, Dict[Shape, str]]] = field(default_factory=dict)
 
     @property
     def steps(self) -> List[str]:
@@ -114,6 +161,15 @@ class Results:
     def ns(self, name: str) -> List[int]:
         return sorted(set(self.points.get(name, {})) | set(self.errors.get(name, {})))
 
+    def sweep_points(self, sweep: str, name: str) -> Dict[Shape, Point]:
+        return self.sweeps.get(sweep, {}).get(name, {})
+
+    def sweep_errors_of(self, sweep: str, name: str) -> Dict[Shape, str]:
+        return self.sweep_errors.get(sweep, {}).get(name, {})
+
+    def has_sweep(self, sweep: str) -> bool:
+        return any(self.sweeps.get(sweep, {}).values())
+
     def ctx(self, key: str, default: str = "unknown") -> str:
         value = self.context.get(key)
         return default if value in (None, "") else str(value)
@@ -122,7 +178,18 @@ class Results:
         return self.ctx("lesson:" + name, DEFAULT_LESSONS.get(name, ""))
 
 
-_N_IN_NAME = re.compile(r"/N:(\d+)")
+# `<impl>/<sweep>/M:<M>/N:<N>[/...]`; older files wrote `<impl>/N:<N>` (the grid).
+_NAME_RE = re.compile(r"^(?P<impl>[^/]+)(?:/(?P<sweep>[A-Za-z_]\w*))?(?:/M:(?P<m>\d+))?/N:(?P<n>\d+)(?:/|$)")
+
+
+def parse_name(name: str) -> Tuple[str, str, Optional[int], Optional[int]]:
+    """(implementation, sweep, M, N) of a benchmark name; sweep 'grid' when the name has none,
+    M and N None when the name does not give them."""
+    m = _NAME_RE.match(name)
+    if not m:
+        return name.split("/", 1)[0], GRID, None, None
+    return (m.group("impl"), m.group("sweep") or GRID,
+            int(m.group("m")) if m.group("m") else None, int(m.group("n")))
 
 
 def load_results(path: Path) -> Results:
@@ -145,26 +212,32 @@ def load_results(path: Path) -> Results:
         if entry.get("run_type") == "aggregate":   # --benchmark_repetitions statistics: not used
             continue
         name = str(entry.get("name", ""))
-        impl = name.split("/", 1)[0] or str(entry.get("label", ""))
-        m = _N_IN_NAME.search(name)
-        n = int(entry["N"]) if "N" in entry else int(m.group(1)) if m else None
+        impl, sweep, m_name, n_name = parse_name(name)
+        impl = impl or str(entry.get("label", ""))
+        n = int(entry["N"]) if "N" in entry else n_name
+        m = int(entry["M"]) if "M" in entry else m_name if m_name is not None else res.rows
         if not impl or n is None:
             raise ToolError(f"{path}: entry '{name}' names no implementation or no N")
+        if m is None:
+            raise ToolError(f"{path}: entry '{name}' gives no M (counter, name or context 'rows')")
         if impl not in seen:
             seen.append(impl)
+        if sweep == GRID and res.rows is None:
+            res.rows = m
+        on_grid = sweep == GRID and m == res.rows
+        if sweep == GRID and not on_grid:
+            print(f"warning: {path}: grid entry '{name}' has M={m}, not {res.rows}; ignored",
+                  file=sys.stderr)
+            continue
         if entry.get("error_occurred") or entry.get("skipped"):
-            msg = entry.get("error_message") or entry.get("skip_message") or "skipped"
-            res.errors.setdefault(impl, {})[n] = str(msg)
+            msg = str(entry.get("error_message") or entry.get("skip_message") or "skipped")
+            res.sweep_errors.setdefault(sweep, {}).setdefault(impl, {})[(m, n)] = msg
+            if on_grid:
+                res.errors.setdefault(impl, {})[n] = msg
             continue
         if "GBps" not in entry:
             raise ToolError(f"{path}: entry '{name}' has no GBps counter")
-        if res.rows is None and "M" in entry:
-            res.rows = int(entry["M"])
-        if res.rows is not None and "M" in entry and int(entry["M"]) != res.rows:
-            print(f"warning: {path}: '{name}' has M={int(entry['M'])}, not {res.rows}; ignored",
-                  file=sys.stderr)
-            continue
-        res.points.setdefault(impl, {})[n] = Point(
+        p = Point(
             gbps=float(entry["GBps"]),
             memcpy_gbps=float(entry.get("memcpy_GBps", float("nan"))),
             ratio=float(entry.get("ratio_to_memcpy", float("nan"))),
@@ -172,13 +245,17 @@ def load_results(path: Path) -> Results:
             min_us=float(entry.get("min_us", float("nan"))),
             model_bytes=float(entry.get("model_bytes", float("nan"))),
             final_step_speedup=float(entry.get("final_step_speedup", float("nan"))))
+        res.sweeps.setdefault(sweep, {}).setdefault(impl, {})[(m, n)] = p
+        if on_grid:
+            res.points.setdefault(impl, {})[n] = p
 
     # The context's order first (memcpy, steps in table order, baselines), then anything else.
     listed = [s for s in str(context.get("implementations", "")).split(",") if s]
     res.order = listed + [s for s in seen if s not in listed]
-    for impl, errs in sorted(res.errors.items()):
-        print(f"note: {path.name}: {impl} skipped at N = {', '.join(map(str, sorted(errs)))}",
-              file=sys.stderr)
+    for sweep, by_impl in sorted(res.sweep_errors.items()):
+        for impl, errs in sorted(by_impl.items()):
+            print(f"note: {path.name}: {impl} skipped in the {sweep} sweep at "
+                  f"{', '.join(fmt_shape(res, sweep, s) for s in sorted(errs))}", file=sys.stderr)
     return res
 
 
@@ -196,6 +273,20 @@ def fmt_ratio(x: float) -> str:
 
 def fmt_speedup(x: float) -> str:
     return f"{x:.2f}×" if x < 10 else f"{x:.1f}×"
+
+
+def fmt_shape(res: Results, sweep: str, shape: Shape, times: str = "×") -> str:
+    """'N = 1408' for a point of M = the run's rows outside the short-rows sweep, else '65536×61'."""
+    m, n = shape
+    return f"N = {n}" if sweep != SHORT and m == res.rows else f"{m}{times}{n}"
+
+
+def fmt_shapes(res: Results, sweep: str, shapes: Sequence[Shape], most: int = 6) -> str:
+    """'N = 1261, 1358 ...' or '65536×61, 65536×127': the first `most` of the points."""
+    text = [fmt_shape(res, sweep, s) for s in shapes[:most]]
+    if all(t.startswith("N = ") for t in text):
+        text = ["N = " + ", ".join(t[4:] for t in text)] if text else []
+    return ", ".join(text) + (" ..." if len(shapes) > most else "")
 
 
 def md_cell(text: str) -> str:
@@ -239,12 +330,32 @@ def source_line(res: Results, md_path: Path, root: Path) -> str:
             f"{res.ctx('date')[:10]}; command: {command}; data: {link_from(md_path, res.path, root)}.")
 
 
-def method_line(res: Results, n_desc: str) -> str:
+def method_line(res: Results, n_desc: str, shapes: Optional[str] = None) -> str:
+    """How the numbers were measured; `shapes` replaces 'M = rows, n_desc' when given."""
     when = ("timed interleaved with it, launch by launch"
             if res.ctx("memcpy_timing", "").startswith("interleaved") else "measured in the same run")
-    return (f"M = {res.rows} rows, {n_desc}, float32. GB/s = 2·M·N·4 bytes / median time of "
-            f"{res.ctx('timed_runs', '?')} launches, L2 flushed before each; ratio = against a "
+    return (f"{shapes + ';' if shapes else f'M = {res.rows} rows, {n_desc},'} float32. GB/s = 2·M·N·4 bytes / median "
+            f"time of {res.ctx('timed_runs', '?')} launches, L2 flushed before each; ratio = against a "
             f"device-to-device memcpy of the same bytes, {when}.")
+
+
+def sweeps_desc(res: Results) -> str:
+    """The sweeps of the run: the JSON's `sweeps` context, or (older files) what the grid holds."""
+    if res.ctx("sweeps", ""):
+        return "Sweeps: " + res.ctx("sweeps").replace("*", "·")
+    ns = sorted({n for pts in res.points.values() for n in pts})
+    return f"M = {res.rows} rows, N = {ns[0]}..{ns[-1]} ({len(ns)} row lengths)" if ns else "no points"
+
+
+def extras_line(extras: Sequence[Results], md_path: Path, root: Path) -> List[str]:
+    """Where the --extra implementations come from, and what their ratios are against."""
+    if not extras:
+        return []
+    parts = [f"{', '.join(n for n in ex.order if n != 'memcpy')} from "
+             f"{link_from(md_path, ex.path, root)} (commit `{ex.ctx('commit', 'not recorded')}`, "
+             f"{ex.ctx('gpu_name')}, {ex.ctx('date')[:10]})" for ex in extras]
+    return ["", "Compared with " + "; ".join(parts) + ": each ratio there is against the memcpy "
+            "timed beside it in its own program."]
 
 
 def skipped_note(notes: Dict[str, str]) -> List[str]:
@@ -358,46 +469,156 @@ def render_sweep_table(res: Results, args: str, md_path: Path, root: Path) -> st
                       method_line(res, "N = columns per row"), "", source_line(res, md_path, root)])
 
 
-def render_target_check(res: Results, args: str, md_path: Path, root: Path) -> str:
-    """The final step's speed targets, checked over every N of the run: the lowest ratio to
-    memcpy for N >= 1024 (target 0.95) and below (target 0.90), and the N where it is not faster
-    than cuDNN (when cuDNN was measured)."""
+@dataclass
+class TargetCheck:
+    """One target over one sweep: a value per point that must exceed (strict) or reach `limit`.
+    A NaN value is a point that was not measured; a check with no point at all is not met."""
+    sweep: str
+    what: str
+    limit: float
+    strict: bool
+    values: Dict[Shape, float]
+    detail: Dict[Shape, str] = field(default_factory=dict)   # per point, e.g. '0.98 vs 0.97'
+
+    @property
+    def wanted(self) -> str:
+        return f"{'>' if self.strict else '>='} {self.limit:.2f}"
+
+    def passes(self, v: float) -> bool:
+        return not math.isnan(v) and (v > self.limit if self.strict else v >= self.limit)
+
+    @property
+    def misses(self) -> List[Tuple[Shape, float]]:
+        return sorted((s, v) for s, v in self.values.items() if not self.passes(v))
+
+    @property
+    def measured(self) -> List[Tuple[float, Shape]]:
+        """(value, point), lowest first, the points that were measured."""
+        return sorted((v, s) for s, v in self.values.items() if not math.isnan(v))
+
+    @property
+    def met(self) -> bool:
+        return bool(self.values) and not self.misses
+
+
+def check_targets(res: Results, step: str, extras: Sequence[Results] = ()) -> List[TargetCheck]:
+    """The final step's targets, each over every point of a sweep (tools/bench_summary.py uses
+    the same list): ratio to memcpy >= 0.95 at N >= 1024 and >= 0.90 below on the grid and the
+    irregular sweep, >= 0.95 at every short-rows shape; faster than cuDNN at every point, timed
+    head to head (cuDNN's final_step_speedup > 1; GB/s against GB/s where the run has no
+    head-to-head timing); and a ratio to memcpy at least that of each --extra implementation at
+    every shape both have."""
+    nan = float("nan")
+    checks = []
+    for sweep, label, sel, limit in RATIO_TARGETS:
+        mine = res.sweep_points(sweep, step)
+        shapes = [s for s in set(mine) | set(res.sweep_errors_of(sweep, step)) if sel(s)]
+        checks.append(TargetCheck(sweep, f"ratio to memcpy, {label}", limit, False,
+                                  {s: mine[s].ratio if s in mine else nan for s in shapes}))
+    if any(res.sweep_points(sw, "cudnn") for sw in SWEEPS):
+        for sweep in SWEEPS:
+            mine, theirs = res.sweep_points(sweep, step), res.sweep_points(sweep, "cudnn")
+            if res.ctx("final_step", "") == step and all(
+                    not math.isnan(p.final_step_speedup) for p in theirs.values()):
+                values = {s: p.final_step_speedup for s, p in theirs.items()}
+                what = "faster than cuDNN, timed head to head"
+            else:
+                values = {s: mine[s].gbps / p.gbps if s in mine else nan for s, p in theirs.items()}
+                what = "GB/s over cuDNN's (not timed head to head)"
+            checks.append(TargetCheck(sweep, what, 1.0, True, values))
+    for ex in extras:
+        for impl in ex.order:
+            if impl == "memcpy":
+                continue
+            for sweep in SWEEPS:
+                mine, theirs = res.sweep_points(sweep, step), ex.sweep_points(sweep, impl)
+                both = sorted(set(mine) & set(theirs))
+                if both:
+                    checks.append(TargetCheck(
+                        sweep, f"ratio to memcpy over {impl}'s", 1.0, False,
+                        {s: mine[s].ratio / theirs[s].ratio for s in both},
+                        {s: f"{mine[s].ratio:.3f} vs {theirs[s].ratio:.3f}" for s in both}))
+    return checks
+
+
+def render_target_check(res: Results, extras: Sequence[Results], args: str, md_path: Path,
+                        root: Path) -> str:
+    """The step's speed targets (check_targets), one line per target and sweep: the worst point,
+    how many points meet it, and the verdict with the points that miss."""
     _, words = parse_marker_args(args, (), "target-check")
     if len(words) != 1:
         raise MarkerError("target-check: name exactly one step, e.g. <!-- BEGIN target-check step07_persistent -->")
     name = words[0]
     if name not in res.steps:
         raise unknown_step("target-check", name, res, res.steps)
-    pts = {n: p for n, p in res.points.get(name, {}).items()}
-    if not pts:
+    if not any(res.sweep_points(sw, name) for sw in SWEEPS):
         raise MarkerError(f"target-check: {name} has no measurement")
     rows = []
-    for label, sel, target in (("N >= 1024", lambda n: n >= 1024, 0.95), ("N < 1024", lambda n: n < 1024, 0.90)):
-        chosen = [(p.ratio, n) for n, p in pts.items() if sel(n)]
-        if not chosen:
+    for c in check_targets(res, name, extras):
+        if not c.values:
+            rows.append([SWEEP_TITLES[c.sweep], c.what, c.wanted, NOT_MEASURED, "0 of 0",
+                         "not met (not in this run)"])
             continue
-        worst, at = min(chosen)
-        below = sorted(n for r, n in chosen if r < target)
-        rows.append([f"ratio to memcpy, {label}", f">= {target:.2f}", f"{worst:.3f} (N = {at})",
-                     f"{len(chosen) - len(below)} of {len(chosen)}", "met" if not below else "not met"])
-    if "cudnn" in res.points:
-        both = [n for n in pts if res.point("cudnn", n)]
+        lowest = c.measured
+        worst = f"{lowest[0][0]:.3f} ({fmt_shape(res, c.sweep, lowest[0][1])})" if lowest else NOT_MEASURED
+        misses = [s for s, _ in c.misses]
+        unmeasured = [s for s, v in c.misses if math.isnan(v)]
+        where = fmt_shapes(res, c.sweep, misses) + (
+            f"; not measured: {fmt_shapes(res, c.sweep, unmeasured)}" if unmeasured else "")
+        rows.append([SWEEP_TITLES[c.sweep], c.what, c.wanted, worst,
+                     f"{len(c.values) - len(misses)} of {len(c.values)}",
+                     "met" if c.met else f"not met ({where})"])
+    table = md_table(["sweep", "target", "wanted", "worst measured", "points meeting it", "verdict"],
+                     "lllrrl", rows)
+    return "\n".join([table, *extras_line(extras, md_path, root), "",
+                      method_line(res, "", sweeps_desc(res)), "", source_line(res, md_path, root)])
 
-        def check(label: str, speedup) -> None:
-            losses = sorted(n for n in both if speedup(n) <= 1.0)
-            worst = min((speedup(n), n) for n in both)
-            where = ", ".join(str(n) for n in losses[:6]) + (" ..." if len(losses) > 6 else "")
-            rows.append([label, "> 1.00 at every N", f"{worst[0]:.3f} (N = {worst[1]})",
-                         f"{len(both) - len(losses)} of {len(both)}",
-                         "met" if not losses else f"not met (N = {where})"])
 
-        # Head to head: cuDNN and this step timed in the same rounds (when the run has it).
-        if res.ctx("final_step", "") == name and both and all(
-                not math.isnan(res.point("cudnn", n).final_step_speedup) for n in both):
-            check("speed over cuDNN's, timed head to head", lambda n: res.point("cudnn", n).final_step_speedup)
-        check("GB/s over cuDNN's", lambda n: pts[n].gbps / res.point("cudnn", n).gbps)
-    table = md_table(["target", "wanted", "worst measured", "N meeting it", "verdict"], "llrrl", rows)
-    return "\n".join([table, "", method_line(res, "every N of the run"), "", source_line(res, md_path, root)])
+def render_sweep_summary(res: Results, extras: Sequence[Results], args: str, md_path: Path,
+                         root: Path) -> str:
+    """Each step's, baseline's and --extra implementation's lowest and median ratio to memcpy
+    over each part of each sweep (SUMMARY_BINS): one line per implementation."""
+    _, words = parse_marker_args(args, (), "sweep-summary")
+    if words:
+        raise MarkerError(f"sweep-summary: unexpected '{' '.join(words)}' (it takes no argument)")
+    lines: List[Tuple[str, Results, str]] = []    # (row label, results, implementation)
+    for name in [n for n in res.references if n != "memcpy"] + res.steps:
+        lines.append((f"`{name}`", res, name))
+    for ex in extras:
+        for name in ex.order:
+            if name != "memcpy":
+                version = ex.ctx("version:" + name, "")
+                lines.append((f"`{name}`" + (f" {version}" if version else ""), ex, name))
+    bins = [(sweep, head, sel) for sweep, head, sel in SUMMARY_BINS
+            if any(sel(s) for _, r, n in lines for s in r.sweep_points(sweep, n))]
+    if not bins:
+        raise MarkerError(f"sweep-summary: no measurement in {res.path}")
+
+    rows = []
+    for label, r, name in lines:
+        cells = []
+        for sweep, _, sel in bins:
+            ratios = [p.ratio for s, p in r.sweep_points(sweep, name).items() if sel(s)]
+            ratios = [x for x in ratios if not math.isnan(x)]
+            cells.append(f"{min(ratios):.2f} / {statistics.median(ratios):.2f}" if ratios else NO_VALUE)
+        rows.append([label, *cells])
+    table = md_table(["implementation", *(h for _, h, _ in bins)], "l" + "r" * len(bins), rows)
+
+    # Implementations measured at fewer points than memcpy (the coarse subsets of step00/01).
+    fewer = []
+    for name in res.steps + [n for n in res.references if n != "memcpy"]:
+        parts = []
+        for sweep in SWEEPS:
+            have, total = len(res.sweep_points(sweep, name)), len(res.sweep_points(sweep, "memcpy"))
+            if total and have < total:
+                parts.append(f"{SWEEP_TITLES[sweep]} {have} of {total}")
+        if parts:
+            fewer.append(f"`{name}` ({', '.join(parts)})")
+    notes = ["", "Each cell: lowest / median ratio to memcpy over the sweep's points in that range "
+             f"({NO_VALUE}: not in the run)." +
+             (" Measured at fewer points: " + "; ".join(fewer) + "." if fewer else "")]
+    return "\n".join([table, *notes, *extras_line(extras, md_path, root), "",
+                      method_line(res, "", sweeps_desc(res)), "", source_line(res, md_path, root)])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -571,43 +792,57 @@ def save(fig, path: Path) -> None:
     print(f"wrote      {os.path.relpath(path)}")
 
 
-def draw_bandwidth(res: Results, extras: Sequence[Results], path: Path) -> None:
-    plt = _pyplot()
+def _log2_axis(ax, ns: Sequence[int]) -> None:
     from matplotlib.ticker import FixedLocator, NullLocator
+    if not ns:
+        return
+    ax.set_xscale("log", base=2)
+    lo, hi = min(ns), max(ns)
+    ticks = [2 ** e for e in range(lo.bit_length() - 1, hi.bit_length()) if lo <= 2 ** e <= hi]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.set_xlim(lo / 1.05, hi * 1.05)
 
-    fig, ax = plt.subplots(figsize=(11, 6.2))
+
+def draw_bandwidth(res: Results, extras: Sequence[Results], path: Path) -> None:
+    """Top panel: GB/s against N on the grid. Bottom panel, when a file has the irregular sweep:
+    the ratio to memcpy against N there (each file's ratio against its own memcpy)."""
+    plt = _pyplot()
+    irregular = any(r.has_sweep(IRREGULAR) for r in (res, *extras))
+    if irregular:
+        fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 11), gridspec_kw={"height_ratios": (1.2, 1)})
+        fig.subplots_adjust(top=0.93, hspace=0.25)
+    else:
+        fig, ax = plt.subplots(figsize=(11, 6.2))
+        ax2 = None
+
+    # (results, implementation, legend label, line style), one per line, in legend order.
+    lines: List[Tuple[Results, str, str, Dict[str, object]]] = []
     steps = res.steps
     cmap = plt.get_cmap("viridis")
     markers = "os^vDPX*hp<>"
-    all_ns: List[int] = []
-
-    def series(r: Results, name: str) -> Tuple[List[int], List[float]]:
-        ns = sorted(r.points.get(name, {}))
-        all_ns.extend(ns)
-        return ns, [r.points[name][n].gbps for n in ns]
-
     # Steps: one colour ramp from dark (step00) to light (the last step), in table order.
     for i, name in enumerate(steps):
-        ns, gbps = series(res, name)
-        ax.plot(ns, gbps, label=name, color=cmap(0.85 * i / max(1, len(steps) - 1)),
-                marker=markers[i % len(markers)], markersize=3.5, markevery=max(1, len(ns) // 16),
-                linewidth=1.6)
+        lines.append((res, name, name, dict(color=cmap(0.85 * i / max(1, len(steps) - 1)),
+                                            marker=markers[i % len(markers)], markersize=3.5,
+                                            linewidth=1.6)))
     # References: memcpy black dashed, baselines grey.
     grey_styles = [("0.45", "-."), ("0.6", ":"), ("0.3", (0, (1, 1))), ("0.7", "--")]
     for k, name in enumerate(res.references):
-        ns, gbps = series(res, name)
         if name == "memcpy":
-            ax.plot(ns, gbps, label="memcpy (device to device)", color="black", linestyle="--",
-                    linewidth=2.0, zorder=5)
+            lines.append((res, name, "memcpy (device to device)",
+                          dict(color="black", linestyle="--", linewidth=2.0, zorder=5)))
         else:
             colour, style = grey_styles[(k - 1) % len(grey_styles)]
-            ax.plot(ns, gbps, label=f"{name} (baseline)", color=colour, linestyle=style, linewidth=1.8)
-    # Overlays from --extra files (e.g. torch_softmax_bench.py): their own colours, no memcpy.
-    extra_colours = ["tab:red", "tab:orange", "tab:brown", "tab:pink"]
+            lines.append((res, name, f"{name} (baseline)",
+                          dict(color=colour, linestyle=style, linewidth=1.8)))
+    # Every implementation of the --extra files (torch, triton, ...): their own colours, no memcpy.
+    extra_colours = ["tab:red", "tab:orange", "tab:brown", "tab:pink", "tab:purple", "tab:cyan"]
     k = 0
     for ex in extras:
         for name in ex.order:
-            if name == "memcpy" or not ex.points.get(name):
+            if name == "memcpy" or not any(ex.sweep_points(sw, name) for sw in SWEEPS):
                 continue
             label = name
             version = ex.ctx("version:" + name, "")
@@ -617,12 +852,28 @@ def draw_bandwidth(res: Results, extras: Sequence[Results], path: Path) -> None:
                 label += f" (on {ex.ctx('gpu_name')})"
             if ex.rows != res.rows:
                 label += f" (M = {ex.rows})"
-            ns, gbps = series(ex, name)
-            ax.plot(ns, gbps, label=label, color=extra_colours[k % len(extra_colours)],
-                    linestyle=(0, (5, 1.5)), linewidth=1.8)
+            lines.append((ex, name, label, dict(color=extra_colours[k % len(extra_colours)],
+                                                linestyle=(0, (5, 1.5)), linewidth=1.8)))
             k += 1
-    top = max((max(g.gbps for g in r.points[n].values()) for r in (res, *extras) for n in r.points
-               if r.points[n]), default=1.0)
+
+    def plot(axis, r: Results, sweep: str, name: str, label: str, style: Dict[str, object],
+             value: Callable[[Point], float]) -> List[int]:
+        pts = r.sweep_points(sweep, name)
+        shapes = sorted(s for s in pts if sweep != GRID or s[0] == r.rows)
+        if not shapes:
+            return []
+        ns = [n for _, n in shapes]
+        kw = dict(style)
+        if "marker" in kw:
+            kw["markevery"] = max(1, len(ns) // 16)
+        axis.plot(ns, [value(pts[s]) for s in shapes], label=label, **kw)
+        return ns
+
+    all_ns: List[int] = []
+    for r, name, label, style in lines:
+        all_ns += plot(ax, r, GRID, name, label, style, lambda p: p.gbps)
+    top = max((p.gbps for r, name, _, _ in lines for p in r.sweep_points(GRID, name).values()),
+              default=1.0)
     try:
         peak = float(res.ctx("gpu_peak_gbps", "0"))
     except ValueError:
@@ -633,22 +884,41 @@ def draw_bandwidth(res: Results, extras: Sequence[Results], path: Path) -> None:
                     (0.01, peak), xycoords=("axes fraction", "data"), textcoords="offset points",
                     xytext=(0, -11), fontsize=8, color="0.4")
         top = max(top, peak)
-
-    if all_ns:
-        ax.set_xscale("log", base=2)
-        lo, hi = min(all_ns), max(all_ns)
-        ticks = [2 ** e for e in range(lo.bit_length() - 1, hi.bit_length()) if lo <= 2 ** e <= hi]
-        ax.xaxis.set_major_locator(FixedLocator(ticks))
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticklabels([str(t) for t in ticks])
-        ax.set_xlim(lo / 1.05, hi * 1.05)
+    _log2_axis(ax, all_ns)
     ax.set_ylim(0, top * 1.05)
     ax.set_xlabel(f"N, columns per row (M = {res.rows} rows, float32; log scale)")
     ax.set_ylabel("effective bandwidth, GB/s = 2·M·N·4 B / median time")
     ax.grid(True, alpha=0.3)
     fig.suptitle("Row-wise softmax: effective bandwidth against row length", fontsize=13)
-    ax.set_title(chart_subtitle(res), fontsize=9, color="0.3")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.set_title("grid: N = 128·i · " + chart_subtitle(res), fontsize=9, color="0.3")
+
+    if ax2 is not None:
+        irr_ns: List[int] = []
+        for r, name, label, style in lines:
+            irr_ns += plot(ax2, r, IRREGULAR, name, label, style, lambda p: p.ratio)
+        _log2_axis(ax2, irr_ns)
+        if irr_ns:   # the final step's targets: >= 0.90 below N = 1024, >= 0.95 from there
+            lo, hi = min(irr_ns), max(irr_ns)
+            ax2.plot([lo, 1024, 1024, hi], [0.90, 0.90, 0.95, 0.95], color="tab:green",
+                     linewidth=1, linestyle=":", label="target of the final step")
+        ratio_top = max((p.ratio for r, name, _, _ in lines
+                         for p in r.sweep_points(IRREGULAR, name).values()), default=1.0)
+        ax2.set_ylim(0, max(1.05, ratio_top * 1.05))
+        ax2.set_xlabel("N = 97·k columns per row, k = 3..168 (float32; log scale); a row starts "
+                       "16-byte aligned only when N % 4 == 0")
+        ax2.set_ylabel("ratio to memcpy of the same bytes")
+        ax2.grid(True, alpha=0.3)
+        ax2.set_title(f"irregular: M = {res.rows} rows, N = 97·k; each file's ratio against its "
+                      f"own memcpy", fontsize=9, color="0.3")
+
+    # One legend for both panels, every label once.
+    seen: Dict[str, object] = {}
+    for axis in (ax, ax2):
+        if axis is not None:
+            for h, l in zip(*axis.get_legend_handles_labels()):
+                seen.setdefault(l, h)
+    ax.legend(list(seen.values()), list(seen), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              fontsize=8, frameon=False)
     save(fig, path)
     plt.close(fig)
 
@@ -709,8 +979,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("json", nargs="?", type=Path, default=DEFAULT_JSON,
                     help=f"benchmark JSON (default: {DEFAULT_JSON.relative_to(REPO_ROOT)})")
     ap.add_argument("--extra", type=Path, action="append", default=[], metavar="FILE",
-                    help="a JSON of the same schema (tools/torch_softmax_bench.py) to overlay on "
-                         "the bandwidth chart; not in the tables (repeatable)")
+                    help="a JSON of the same schema (tools/torch_softmax_bench.py: torch, "
+                         "triton) to overlay on the bandwidth chart and compare in the "
+                         "sweep-summary and target-check blocks (repeatable)")
     ap.add_argument("--table-n", type=int, default=TABLE_N, metavar="N",
                     help=f"row length of the results table (default {TABLE_N})")
     ap.add_argument("--docs-root", type=Path, default=REPO_ROOT, metavar="DIR",
@@ -728,17 +999,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not res.steps:
             raise ToolError(f"{args.json}: no step (stepNN_name) in the benchmark entries")
         root = args.docs_root
+        extras = [load_results(p) for p in args.extra]
         if not args.no_tables or args.check:
             renderers: Dict[str, Renderer] = {
                 "results-table": lambda a, md: render_results_table(res, a, md, root, args.table_n),
                 "sweep-table": lambda a, md: render_sweep_table(res, a, md, root),
-                "target-check": lambda a, md: render_target_check(res, a, md, root),
+                "sweep-summary": lambda a, md: render_sweep_summary(res, extras, a, md, root),
+                "target-check": lambda a, md: render_target_check(res, extras, a, md, root),
             }
             if update_markdown(root, renderers, args.check) and args.check:
                 print("tables are out of date: run tools/plot_results.py", file=sys.stderr)
                 return 1
         if not args.no_charts and not args.check:
-            extras = [load_results(p) for p in args.extra]
             img = args.img_dir or root / "docs" / "img"
             draw_bandwidth(res, extras, img / "bandwidth.png")
             draw_staircase(res, img / "staircase.png")
