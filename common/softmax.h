@@ -14,7 +14,8 @@ namespace softmax {
 // matrix. Every step's launcher has exactly this signature.
 //
 // Contract (checked by the test suite for every step):
-//   - unusable arguments (rows or cols < 1, a null pointer, cols above the step's limit) throw
+//   - unusable arguments (rows or cols < 1, a null pointer or one not 4-byte aligned, cols above
+//     the step's limit) throw
 //     std::invalid_argument naming the problem, before anything is launched or written;
 //   - the launch error is checked after every launch (a failure throws softmax::CudaError);
 //   - the launch is asynchronous on `stream`, like any CUDA launch.
