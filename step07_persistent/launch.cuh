@@ -48,12 +48,14 @@ inline const DeviceInfo& device_info() {
 
 // Resident blocks per SM from the occupancy calculator, cached per device, kernel, block size and
 // dynamic shared memory (the answer depends on nothing else).
-inline int blocks_per_sm(KernelFn kernel, int threads, size_t smem_bytes) {
+template <typename Kernel>
+int blocks_per_sm(Kernel kernel, int threads, size_t smem_bytes) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, KernelFn, int, size_t>, int> cache;
+  static std::map<std::tuple<int, const void*, int, size_t>, int> cache;
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
-  const auto key = std::make_tuple(device, kernel, threads, smem_bytes);
+  const auto key =
+      std::make_tuple(device, reinterpret_cast<const void*>(kernel), threads, smem_bytes);
   std::lock_guard<std::mutex> lock(mutex);
   const auto found = cache.find(key);
   if (found != cache.end()) return found->second;

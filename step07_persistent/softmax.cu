@@ -10,23 +10,26 @@
 //
 // The dispatch, by B = N/4 (rounded down), the most float4 body slots a row can have:
 //
-// | path | B             | N        | mapping                                | file           |
-// | (a)  | <= 32         | <= 131   | G = 1..32 lanes per row, one slot each | warp_rows.cuh  |
-// | (b)  | <= 512        | <= 2051  | a warp per row, P = 2..16 slots a lane | warp_rows.cuh  |
-// | (c)  | <= 4096       | <= 16387 | a block per row, in registers          | block_rows.cuh |
-// | (d)  | fits in smem  | <= ~58K  | a block per row, in shared memory      | long_rows.cuh  |
-// | (e)  | longer        |          | a block per row, read twice            | long_rows.cuh  |
-// | (f)  | x, y not aligned alike   | (e) with 4-byte accesses               | long_rows.cuh  |
+// | path | B             | N          | mapping                                  | file           |
+// | (a') | unaligned     | 65..131    | a tile of rows through shared memory     | tile_rows.cuh  |
+// | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each   | warp_rows.cuh  |
+// | (b)  | <= 288        | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
+// | (c)  | <= 4096       | <= 16387   | a block per row, in registers            | block_rows.cuh |
+// | (d)  | fits in smem  | <= ~58K    | a block per row, in shared memory        | long_rows.cuh  |
+// | (e)  | longer        |            | a block per row, read twice              | long_rows.cuh  |
+// | (f)  | x, y not aligned alike     | (e) with 4-byte accesses                 | long_rows.cuh  |
 //
 //   Why each (measurements in docs/notes/step07.md): (a) a full warp on a row of 32 floats would
-//   leave 24 of 32 lanes idle. (b) and the 32-lane groups of (a) keep the next row's loads in
-//   flight while they reduce the current one (change 13), except at 4 slots per lane (one wave
-//   measured faster) and 13-16 (no registers left for a second row); smaller groups measured
-//   better without (change 14). (c) takes over at 2K where a warp runs out of registers, one
-//   block per row (change 7: the hardware scheduler beat a persistent grid by 3-6%). (d)-(f)
-//   exist so that every N >= 1 works; rows that long are the next step's subject. Matrices whose
-//   rows all start on a boundary (x aligned, N % 4 == 0) run (a)-(c) with head and tail compiled
-//   out (kAligned): the split's index arithmetic cost up to 6% on short rows (change 14).
+//   leave 24 of 32 lanes idle. (a') unaligned rows of 65-131 floats lose more to the per-row head
+//   and tail than a tile copy through shared memory costs (change 15). (b) and the 32-lane groups
+//   of (a) keep the next row's loads in flight while they reduce the current one (change 13),
+//   except at 4 slots per lane (one wave measured faster); smaller groups measured better without
+//   (change 14). (c) takes over at 289 slots, where a 128-thread block per row measured faster
+//   than a warp holding 10-16 slots a lane (change 15); one block per row, not persistent (change
+//   7: the hardware scheduler beat a persistent grid by 3-6%). (d)-(f) exist so that every N >= 1
+//   works; rows that long are the next step's subject. Matrices whose rows all start on a
+//   boundary (x aligned, N % 4 == 0) run (a)-(c) with head and tail compiled out (kAligned): the
+//   split's index arithmetic cost up to 6% on short rows (change 14).
 // Fast math: __expf (reduce.cuh says why its error fits the 1e-5 tolerance). No other.
 // Traffic:  (a)-(d) read 1 and write 1 per element, 8*M*N bytes, the ideal. (e) and (f) read
 //           twice, 12*M*N bytes modeled.
@@ -41,6 +44,7 @@
 #include "common/softmax.h"
 #include "launch.cuh"
 #include "long_rows.cuh"
+#include "tile_rows.cuh"
 #include "warp_rows.cuh"
 
 namespace step07_persistent {
@@ -58,10 +62,11 @@ void with_packs(int64_t packs, F&& f) {
   }
 }
 
-// (a) and (b). The next row is in flight at every slot count but 4 and 13-16 (see the header).
+// (a) and (b). The next row is in flight for whole warps at every slot count but 4 (see the
+// header).
 template <int kGroup, int kPacks, bool kAligned>
 void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
-  constexpr bool kNextInFlight = kPacks != 4 && kPacks <= 12 && kGroup == kWarpSize;
+  constexpr bool kNextInFlight = kPacks != 4 && kGroup == kWarpSize;
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
   launch_persistent(warp_rows_kernel<kGroup, kPacks, kNextInFlight, kAligned>, kWarpThreads, 0,
@@ -80,12 +85,22 @@ void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols
   return launch_warp_rows<32, 1, kAligned>(x, y, rows, cols, stream);
 }
 
+// (a'): one tile of rows per block, a warp per row (N <= 131).
+template <int kPerLane>
+void launch_tile(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  const int per_tile = tile_rows(cols);
+  const int64_t tiles = (int64_t(rows) + per_tile - 1) / per_tile;
+  tile_rows_kernel<kPerLane>
+      <<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(x, y, rows, cols, per_tile);
+  CUDA_CHECK_LAUNCH();
+}
+
 // (c): kPacks slots per thread, just enough to cover the row (padding slots would cost exps).
 template <int kThreads, bool kAligned>
 void launch_register_block(int64_t slots, const float* x, float* y, int rows, int cols,
                            cudaStream_t stream) {
   const int64_t packs = (slots + kThreads - 1) / kThreads;
-  with_packs<5, 16>(packs, [&](auto p) {
+  with_packs<3, 16>(packs, [&](auto p) {
     register_block_kernel<kThreads, decltype(p)::value, kAligned>
         <<<rows, kThreads, 0, stream>>>(x, y, rows, cols);
     CUDA_CHECK_LAUNCH();
@@ -104,8 +119,8 @@ template <bool kAligned>
 void launch_in_registers(int64_t slots, const float* x, float* y, int rows, int cols,
                          cudaStream_t stream) {
   if (slots <= kWarpSize) return launch_sub_warp<kAligned>(slots, x, y, rows, cols, stream);  // (a)
-  if (slots <= kWarpSize * 16) {                                                              // (b)
-    return with_packs<2, 16>((slots + kWarpSize - 1) / kWarpSize, [&](auto p) {
+  if (slots <= kWarpSize * kWarpMaxPacks) {                                                   // (b)
+    return with_packs<2, kWarpMaxPacks>((slots + kWarpSize - 1) / kWarpSize, [&](auto p) {
       launch_warp_rows<kWarpSize, decltype(p)::value, kAligned>(x, y, rows, cols, stream);
     });
   }
@@ -119,11 +134,15 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   const auto ux = reinterpret_cast<uintptr_t>(x), uy = reinterpret_cast<uintptr_t>(y);
   // (f) x and y do not share their 16-byte boundaries.
   if ((ux - uy) % 16 != 0) return launch_two_pass<1>(x, y, rows, cols, stream);
-  // The most body slots a row can have, whatever its alignment.
+  // The most body slots a row can have, whatever its alignment: floor(N/4).
   const int64_t slots = cols / 4;
+  const bool aligned = ux % 16 == 0 && cols % 4 == 0;
+  if (!aligned && cols > 64 && cols <= 131) {  // (a')
+    return cols <= 128 ? launch_tile<4>(x, y, rows, cols, stream)
+                       : launch_tile<5>(x, y, rows, cols, stream);
+  }
   if (slots <= 256 * 16) {
-    if (ux % 16 == 0 && cols % 4 == 0)
-      return launch_in_registers<true>(slots, x, y, rows, cols, stream);
+    if (aligned) return launch_in_registers<true>(slots, x, y, rows, cols, stream);
     return launch_in_registers<false>(slots, x, y, rows, cols, stream);
   }
   if (slots <= device_info().cache_slots) {  // (d)

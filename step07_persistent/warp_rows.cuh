@@ -4,8 +4,8 @@
 // A group of kGroup lanes (1..32, a power of two) owns a row; lane l of the group holds body slots
 // l, l + kGroup, l + 2*kGroup, ... (kPacks float4), so each pack of the group is one contiguous,
 // coalesced access, and head and tail elements l, l + kGroup, ... (row_split.cuh). A warp
-// holds 32 / kGroup rows. Every load of a row is issued before any is used; the max and the sum are plain
-// shuffles inside the group (the max is known exactly before any exponential is taken); the
+// holds 32 / kGroup rows. Every load of a row is issued before any is used; the max and the sum are
+// plain shuffles inside the group (the max is known exactly before any exponential is taken); the
 // exponentials stay in registers for the store. No shared memory, no barrier, one exp per element.
 #pragma once
 
@@ -18,6 +18,9 @@ namespace step07_persistent {
 
 // Four independent warps per block: small blocks pack the SMs evenly.
 constexpr int kWarpThreads = 128;
+// Path (b) holds up to 9 float4 per lane (N <= 1155); longer rows measured faster as path (c), a
+// 128-thread block per row (docs/notes/step07.md, change 15).
+constexpr int kWarpMaxPacks = 9;
 
 // The resident blocks per SM ptxas is asked to allow for: each lane needs a register per float it
 // holds plus about 24 for addresses, indices and sums, out of 64K registers per SM. Left to
@@ -86,12 +89,12 @@ __device__ __forceinline__ void softmax_group_row(LaneRow<kGroup, kPacks>& v, fl
 // registers.
 // The loop runs over warp-uniform row bases, so all 32 lanes reach every shuffle; a group whose
 // row is past the end takes part with padding and touches no memory. Persistent: grid-stride.
-// With the next row in flight ptxas picks its own register budget up to 11 slots a lane (asking
-// for more blocks made it spill at 9); at 12 it is held to 128 registers, 4 blocks per SM.
+// With the next row in flight ptxas picks its own register budget (asking for more blocks made
+// it spill at 9 slots a lane).
 // kAligned: every row starts on a 16-byte boundary and N % 4 == 0, so there is no head or tail.
 template <int kGroup, int kPacks, bool kNextInFlight, bool kAligned>
 __global__ void __launch_bounds__(kWarpThreads,
-                                  kNextInFlight ? (kPacks >= 12 ? 4 : 1)
+                                  kNextInFlight ? 1
                                                 : warp_min_blocks(kPacks * 4 + (kAligned ? 0 : 6)))
     warp_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
   constexpr int kRowsPerWarp = kWarpSize / kGroup;

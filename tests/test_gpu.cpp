@@ -37,7 +37,7 @@ std::string case_name(const Case& c) {
 std::vector<Case> cases() {
   std::vector<Case> list = {{1823, 781}};  // the irregular verification matrix
   for (int n : {1, 2, 31, 32, 33, 1023, 1024, 1025, 4096, 4097, 16384}) list.push_back({1, n});
-  list.push_back({70000, 3});   // many tiny rows
+  list.push_back({70000, 3});  // many tiny rows
   list.push_back({4096, 1});
   // Row starts not 16-byte aligned (N % 4 != 0), and pointers offset by one float.
   for (int n : {129, 130, 131, 1029, 1030, 1031, 5001, 5002, 5003}) list.push_back({33, n});
@@ -57,9 +57,9 @@ std::vector<Case> cases() {
   for (int n : {1, 2, 5, 64, 781, 1024, 4096, 4097, 16384, 20000, 40000})
     list.push_back({12, n, InputKind::kNonFinite});
   list.push_back({64, 4096, InputKind::kHuge});
-  // Aligned rows of 2-12 float4 per lane and enough of them that step07's warps take a second
+  // Aligned rows of 2-9 float4 per lane and enough of them that step07's warps take a second
   // row whose loads were issued before the first was reduced (two rows per warp at 1001 rows).
-  for (int n : {256, 384, 640, 1024, 1536}) list.push_back({1001, n});
+  for (int n : {256, 384, 640, 1024, 1152}) list.push_back({1001, n});
   list.push_back({64, 1024, InputKind::kHuge});
   // Rows past step07's register path whose two buffers fit in shared memory (pipelined), and rows
   // longer than two buffers but shorter than one (single buffer).
@@ -135,28 +135,40 @@ std::vector<Group> groups() {
   const std::vector<Placement> boundary_offsets = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {1, 2}};
   const std::vector<Placement> ends_offsets = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {1, 2}, {3, 0}};
   // Slot counts S (per row) in step07's dispatch: (a) S <= 32 in sub-warp groups of 1..32 lanes,
-  // (b) S <= 512 a warp per row with P = ceil(S / 32) float4 per lane, two kernels alternating by
-  // P, (c) S <= 4096 a block per row in registers (128 threads up to S = 2048, then 256),
-  // (d) a row cached in shared memory, (e) two passes over global memory.
+  // except (a') unaligned rows of 65..131 floats, tiles of rows through shared memory (4 or 5
+  // floats a lane); (b) S <= 288 a warp per row with P = ceil(S / 32) float4 per lane, two
+  // kernels alternating by P; (c) S <= 4096 a block per row in registers (128 threads, 3-16
+  // float4 each, up to S = 2048, then 256), (d) a row cached in shared memory, (e) two passes
+  // over global memory.
   std::vector<Group> list = {
       {"a_lanes1_to_2", 33, around(4), normal_and_ends, boundary_offsets},
       {"a_lanes2_to_4", 33, around(8), normal_and_ends, boundary_offsets},
       {"a_lanes4_to_8", 33, around(16), normal_and_ends, boundary_offsets},
       {"a_lanes8_to_16", 33, around(32), normal_and_ends, boundary_offsets},
-      {"a_lanes16_to_32", 33, around(64), normal_and_ends, boundary_offsets},
-      {"a_to_b", 33, around(128), normal_and_ends, boundary_offsets},
+      {"a_lanes16_to_32_and_tile", 33, around(64), normal_and_ends, boundary_offsets},
+      {"a_tile_to_b", 33, around(128), normal_and_ends, boundary_offsets},
+      // Tiles of rows: several tiles per launch, a partial last tile, every tile alignment.
+      {"a_tile_many_rows",
+       1001,
+       {65, 66, 67, 97, 125, 127, 129, 130, 131},
+       normal_and_ends,
+       boundary_offsets},
       {"b_p2_to_p3", 33, around(256), normal_and_ends, boundary_offsets},
-      {"b_p3_to_p4", 33, around(384), normal_and_ends, boundary_offsets},    // kernel switch
-      {"b_p4_to_p5", 33, around(512), normal_and_ends, boundary_offsets},    // and back
-      {"b_p12_to_p13", 33, around(1536), normal_and_ends, boundary_offsets}, // kernel switch
-      {"b_to_c", 33, around(2048), normal_and_ends, boundary_offsets},
+      {"b_p3_to_p4", 33, around(384), normal_and_ends, boundary_offsets},  // kernel switch
+      {"b_p4_to_p5", 33, around(512), normal_and_ends, boundary_offsets},  // and back
+      {"b_to_c", 33, around(1152), normal_and_ends, boundary_offsets},
+      {"c_p3_to_p4", 33, around(1536), normal_and_ends, boundary_offsets},
+      {"c_p4_to_p5", 33, around(2048), normal_and_ends, boundary_offsets},
       {"c_128_to_256_threads", 9, around(8192), normal_and_ends, boundary_offsets},
       {"c_to_d", 5, around(16384), normal_and_ends, boundary_offsets},
       // (d) to (e) where an H100's 227 KB of shared memory per block runs out (58,112 floats less
       // what the kernel keeps for itself); StepAtSwitches finds the exact N on any device. Past
       // steps 04-06's limit (57,600 floats on an H100): refused, as LimitIsExactOrAbsent checks.
-      {"d_to_e_h100", 3, {58000, 58001, 58002, 58003, 58080, 58081, 58112, 58113, 60000, 60003},
-       {InputKind::kNormal}, {{0, 0}, {1, 1}, {1, 2}}},
+      {"d_to_e_h100",
+       3,
+       {58000, 58001, 58002, 58003, 58080, 58081, 58112, 58113, 60000, 60003},
+       {InputKind::kNormal},
+       {{0, 0}, {1, 1}, {1, 2}}},
       // Every x and y offset against each other, on an aligned and an odd row length in (b), and
       // once in (a), (c), (d) and (e).
       {"offsets_1024", 33, {1024}, {InputKind::kNormal}, all_offsets()},
@@ -177,8 +189,8 @@ std::vector<Group> groups() {
 }
 
 std::string shape_name(int rows, int cols, InputKind kind, Placement p) {
-  return std::to_string(rows) + "x" + std::to_string(cols) + " " + to_string(kind) +
-         " x+" + std::to_string(p.x_offset) + " y+" + std::to_string(p.y_offset);
+  return std::to_string(rows) + "x" + std::to_string(cols) + " " + to_string(kind) + " x+" +
+         std::to_string(p.x_offset) + " y+" + std::to_string(p.y_offset);
 }
 
 struct GroupParam {
@@ -259,7 +271,8 @@ TEST_P(StepAtSwitches, AroundEachTrafficChangeAndTheLimit) {
     if (!same(t, before)) points.push_back(n);
     before = t;
   }
-  ASSERT_LE(points.size(), 4u) << step.name << ": the traffic model changes more often than "
+  ASSERT_LE(points.size(), 4u) << step.name
+                               << ": the traffic model changes more often than "
                                   "this test expects; test the changes that matter";
   if (limit != kNoColLimit) points.push_back(limit);
   std::string at;
@@ -332,7 +345,8 @@ TEST_P(StepArguments, RejectsZeroRows) {
   expect_rejected([&] { GetParam().launch(x_.get(), y_.get(), 0, kCols, 0); }, "rows must be >= 1");
 }
 TEST_P(StepArguments, RejectsNegativeCols) {
-  expect_rejected([&] { GetParam().launch(x_.get(), y_.get(), kRows, -5, 0); }, "cols must be >= 1");
+  expect_rejected([&] { GetParam().launch(x_.get(), y_.get(), kRows, -5, 0); },
+                  "cols must be >= 1");
 }
 
 // At the step's own limit it works; one column past it, it refuses (only steps with a limit).
