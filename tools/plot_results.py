@@ -34,11 +34,18 @@ Markers (each alone on its line, outside fenced code; text outside them is never
                                                irregular N < 1024, irregular N >= 1024, short rows
   <!-- BEGIN target-check step07_persistent --> the step's targets (check_targets), one line per
   <!-- END target-check -->                    target and sweep, with the points that miss
+  <!-- BEGIN gpu-table -->                     every GPU with a docs/results/bench_<gpu>.json:
+  <!-- END gpu-table -->                       each step's ratio to memcpy at N in STAIRCASE_NS
 
 A marker naming a step the JSON does not have is an error; no file is written then.
 
   python3 tools/plot_results.py [JSON] [--extra FILE ...] [--table-n N] [--docs-root DIR]
                                 [--img-dir DIR] [--no-charts] [--no-tables] [--check]
+                                [--second-gpu]
+
+--second-gpu: the JSON is from another GPU than the one the chapters quote: its charts go beside
+the main ones as docs/img/bandwidth_<gpu>.png and staircase_<gpu>.png, and of the tables only the
+gpu-table blocks are rewritten.
 
 JSON defaults to docs/results/bench_h100.json. --check writes nothing and exits 1 when a Markdown
 file would change (the charts are not checked). tools/dram_traffic.py imports the marker code,
@@ -430,6 +437,41 @@ def render_results_table(res: Results, args: str, md_path: Path, root: Path, n: 
                       f"cumulative speed-up (over {first_name})"], "llrrrr", rows)
     return "\n".join([table, *skipped_note(notes), "",
                       method_line(res, f"N = {n} columns"), "", source_line(res, md_path, root)])
+
+
+def bench_jsons(root: Path) -> List[Path]:
+    """Every GPU's benchmark JSON in docs/results, the main GPU's (DEFAULT_JSON's name) first."""
+    found = sorted((root / "docs" / "results").glob("bench_*.json"))
+    main_name = DEFAULT_JSON.name
+    return sorted(found, key=lambda p: (p.name != main_name, p.name))
+
+
+def render_gpu_table(args: str, md_path: Path, root: Path) -> str:
+    """Each step's ratio to memcpy at N in STAIRCASE_NS on every GPU that has a JSON."""
+    if args.strip():
+        raise MarkerError(f"gpu-table: takes no arguments, got '{args.strip()}'")
+    runs = [load_results(p) for p in bench_jsons(root)]
+    if not runs:
+        raise MarkerError("gpu-table: no docs/results/bench_*.json")
+    steps: List[str] = []
+    for r in runs:
+        steps += [s for s in r.steps if s not in steps]
+    header = ["step"] + [f"{gpu_slug(r.ctx('gpu_name')).upper()}, N = {n}" for r in runs
+                         for n in STAIRCASE_NS]
+    rows = []
+    for name in steps:
+        cells = [f"`{name}`"]
+        for r in runs:
+            for n in STAIRCASE_NS:
+                p = r.point(name, n)
+                cells.append(fmt_ratio(p.ratio) if p else NOT_MEASURED)
+        rows.append(cells)
+    table = md_table(header, "l" + "r" * (len(header) - 1), rows)
+    lines = [table, "", "Ratio to a device-to-device memcpy of the same bytes, timed interleaved with "
+             "the step in the same run, M = 4096 rows, float32; each GPU's own run:", ""]
+    for r in runs:
+        lines.append(f"- {source_line(r, md_path, root)}")
+    return "\n".join(lines)
 
 
 def render_sweep_table(res: Results, args: str, md_path: Path, root: Path) -> str:
@@ -992,6 +1034,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--no-tables", action="store_true", help="charts only")
     ap.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 if a Markdown table would change")
+    ap.add_argument("--second-gpu", action="store_true",
+                    help="charts as docs/img/*_<gpu>.png, and only the gpu-table blocks rewritten")
     args = ap.parse_args(argv)
 
     try:
@@ -1002,18 +1046,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         extras = [load_results(p) for p in args.extra]
         if not args.no_tables or args.check:
             renderers: Dict[str, Renderer] = {
-                "results-table": lambda a, md: render_results_table(res, a, md, root, args.table_n),
-                "sweep-table": lambda a, md: render_sweep_table(res, a, md, root),
-                "sweep-summary": lambda a, md: render_sweep_summary(res, extras, a, md, root),
-                "target-check": lambda a, md: render_target_check(res, extras, a, md, root),
+                "gpu-table": lambda a, md: render_gpu_table(a, md, root),
             }
+            if not args.second_gpu:
+                renderers.update({
+                    "results-table": lambda a, md: render_results_table(res, a, md, root,
+                                                                        args.table_n),
+                    "sweep-table": lambda a, md: render_sweep_table(res, a, md, root),
+                    "sweep-summary": lambda a, md: render_sweep_summary(res, extras, a, md, root),
+                    "target-check": lambda a, md: render_target_check(res, extras, a, md, root),
+                })
             if update_markdown(root, renderers, args.check) and args.check:
                 print("tables are out of date: run tools/plot_results.py", file=sys.stderr)
                 return 1
         if not args.no_charts and not args.check:
             img = args.img_dir or root / "docs" / "img"
-            draw_bandwidth(res, extras, img / "bandwidth.png")
-            draw_staircase(res, img / "staircase.png")
+            suffix = f"_{gpu_slug(res.ctx('gpu_name'))}" if args.second_gpu else ""
+            draw_bandwidth(res, extras, img / f"bandwidth{suffix}.png")
+            draw_staircase(res, img / f"staircase{suffix}.png")
     except ToolError as e:
         print(f"plot_results.py: {e}", file=sys.stderr)
         return 2

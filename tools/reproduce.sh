@@ -3,12 +3,15 @@
 # Reproduce the charts and tables on your GPU: checks for a GPU, builds, runs the benchmark suite,
 # draws docs/img/*.png and rewrites the results tables in README.md and docs/*.md.
 #
-#   tools/reproduce.sh [--with-dram] [--with-torch]
+#   tools/reproduce.sh [--with-dram] [--with-torch] [--second-gpu]
 #
 #   --with-dram   also measure each step's DRAM traffic with Nsight Compute (tools/dram_traffic.py)
 #                 and rewrite the dram tables; same as SOFTMAX_WITH_DRAM=1
 #   --with-torch  also time torch.softmax (tools/torch_softmax_bench.py) and overlay it on the
 #                 bandwidth chart; same as SOFTMAX_WITH_TORCH=1
+#   --second-gpu  a GPU other than the one the chapters quote (the repository's is an H100): the
+#                 JSON files and the charts (docs/img/*_<gpu>.png) are written beside the main
+#                 ones, and of the tables only the cross-GPU table (gpu-table) is rewritten
 #
 # Results go to docs/results/bench_<gpu>.json, <gpu> from nvidia-smi's name ("h100" for "NVIDIA
 # H100 80GB HBM3"); SOFTMAX_GPU_SLUG=name overrides it. Each JSON records the GPU, driver, CUDA
@@ -19,12 +22,14 @@ cd "$(dirname "$0")/.."
 
 with_dram=${SOFTMAX_WITH_DRAM:-0}
 with_torch=${SOFTMAX_WITH_TORCH:-0}
+second_gpu=0
 command_line="tools/reproduce.sh"
 for arg in "$@"; do
   case "$arg" in
     --with-dram) with_dram=1; command_line+=" --with-dram" ;;
     --with-torch) with_torch=1; command_line+=" --with-torch" ;;
-    -h|--help) sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --second-gpu) second_gpu=1; command_line+=" --second-gpu" ;;
+    -h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reproduce.sh: unknown option '$arg' (see tools/reproduce.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -112,19 +117,28 @@ fi
 
 # 6. Charts and tables.
 say "charts and tables (tools/plot_results.py)"
-python3 tools/plot_results.py "$bench_json" ${extra[@]+"${extra[@]}"}
+plot_args=()
+[ "$second_gpu" = 1 ] && plot_args=(--second-gpu)
+python3 tools/plot_results.py "$bench_json" ${extra[@]+"${extra[@]}"} ${plot_args[@]+"${plot_args[@]}"}
 
 # 7. Optional: measured DRAM traffic against the model.
 if [ "$with_dram" = 1 ]; then
   say "DRAM traffic (tools/dram_traffic.py, Nsight Compute)"
+  dram_args=()
+  [ "$second_gpu" = 1 ] && dram_args=(--no-tables)
   python3 tools/dram_traffic.py --ncu "$ncu" --out "$dram_json" --commit "$commit" \
-    --command "$command_line"
+    --command "$command_line" ${dram_args[@]+"${dram_args[@]}"}
 fi
 
 say "done"
 echo "  benchmark JSON:  $bench_json"
 if [ "$with_torch" = 1 ]; then echo "  torch JSON:      $torch_json"; fi
 if [ "$with_dram" = 1 ]; then echo "  DRAM JSON:       $dram_json"; fi
-echo "  charts:          docs/img/bandwidth.png, docs/img/staircase.png"
-echo "  tables:          the marked blocks in README.md and docs/*.md (listed above)"
+if [ "$second_gpu" = 1 ]; then
+  echo "  charts:          docs/img/bandwidth_$slug.png, docs/img/staircase_$slug.png"
+  echo "  tables:          the gpu-table blocks only"
+else
+  echo "  charts:          docs/img/bandwidth.png, docs/img/staircase.png"
+  echo "  tables:          the marked blocks in README.md and docs/*.md (listed above)"
+fi
 echo "  review with git diff; regenerate tables only: python3 tools/plot_results.py $bench_json"
