@@ -5,8 +5,9 @@
 #
 #   tools/reproduce.sh [--with-dram] [--with-torch] [--second-gpu]
 #
-#   --with-dram   also measure each step's DRAM traffic with Nsight Compute (tools/dram_traffic.py)
-#                 and rewrite the dram tables; same as SOFTMAX_WITH_DRAM=1
+#   --with-dram   also measure each step's DRAM traffic and what limits it with Nsight Compute
+#                 (tools/dram_traffic.py, tools/profile_limits.sh) and rewrite the dram and limits
+#                 tables; same as SOFTMAX_WITH_DRAM=1
 #   --with-torch  also time torch.softmax (tools/torch_softmax_bench.py) and overlay it on the
 #                 bandwidth chart; same as SOFTMAX_WITH_TORCH=1
 #   --second-gpu  a GPU other than the one the chapters quote (the repository's is an H100): the
@@ -29,7 +30,7 @@ for arg in "$@"; do
     --with-dram) with_dram=1; command_line+=" --with-dram" ;;
     --with-torch) with_torch=1; command_line+=" --with-torch" ;;
     --second-gpu) second_gpu=1; command_line+=" --second-gpu" ;;
-    -h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reproduce.sh: unknown option '$arg' (see tools/reproduce.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -128,12 +129,18 @@ if [ "$with_dram" = 1 ]; then
   [ "$second_gpu" = 1 ] && dram_args=(--no-tables)
   python3 tools/dram_traffic.py --ncu "$ncu" --out "$dram_json" --commit "$commit" \
     --command "$command_line" ${dram_args[@]+"${dram_args[@]}"}
+  say "what limits each step (tools/profile_limits.sh, Nsight Compute)"
+  NCU="$ncu" tools/profile_limits.sh
+  [ "$second_gpu" = 1 ] || python3 tools/limits_table.py "$results/ncu_limits_$slug.csv"
 fi
 
 say "done"
 echo "  benchmark JSON:  $bench_json"
 if [ "$with_torch" = 1 ]; then echo "  torch JSON:      $torch_json"; fi
-if [ "$with_dram" = 1 ]; then echo "  DRAM JSON:       $dram_json"; fi
+if [ "$with_dram" = 1 ]; then
+  echo "  DRAM JSON:       $dram_json"
+  echo "  ncu limits CSV:  $results/ncu_limits_$slug.csv"
+fi
 if [ "$second_gpu" = 1 ]; then
   echo "  charts:          docs/img/bandwidth_$slug.png, docs/img/staircase_$slug.png"
   echo "  tables:          the gpu-table blocks only"
