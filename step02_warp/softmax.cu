@@ -12,8 +12,15 @@
 // Traffic:  reads 2 per element, writes 1: 12*M*N bytes modeled. The second read fetches what the
 //           warp has just read; for short rows that is usually still in L2, so the DRAM traffic
 //           measured for short rows can be nearer 8*M*N than the model says.
-// Accuracy: each lane adds only N/32 terms and the 32 partial sums are merged in a tree, so the
-//           running sums are float again (step00/01 needed double for one thread's N terms).
+// Accuracy: the sums are float again (step00/01 needed double for one thread's N terms): a lane
+//           adds N/32 terms and the 32 partial sums meet in a 5-level tree. A single float chain
+//           per lane would still lose more the longer it ran, enough to leave the 1e-5
+//           tolerance on some rows of a few hundred thousand columns. So a lane walks its row in
+//           chunks of 8192 columns, 256 terms per lane each, and adds each chunk's (max, sum) to
+//           its running pair with a compensated (Kahan) addition, which keeps what rounding
+//           dropped and hands it on to the next: the error stays that of one 256-term chain
+//           however long the row. The loop over a chunk is the plain one; the cost is one merge
+//           per 256 elements of a lane, in registers.
 // Limit:    32 lanes per row however long the row is: a 16K-column row is 512 dependent
 //           load -> online-update iterations per lane, and 4096 rows make only 4096 warps, about
 //           half of what 132 SMs can hold. step03 gives each row a whole block.
@@ -27,6 +34,9 @@ constexpr int kThreads = 128;
 constexpr int kWarpSize = 32;
 constexpr int kWarpsPerBlock = kThreads / kWarpSize;
 constexpr unsigned kFullMask = 0xffffffffu;
+// Pass 1 walks a row in chunks of this many columns, kChunkCols / 32 = 256 per lane (see the
+// header's Accuracy note).
+constexpr int kChunkCols = 256 * kWarpSize;
 
 // Folds one element into the running (max, sum). A -inf element contributes exactly 0 whatever
 // the max, so it is skipped: folding it while the max is still -inf would compute
@@ -56,6 +66,24 @@ __device__ __forceinline__ void merge(float& max_val, float& sum, float other_ma
   max_val = new_max;
 }
 
+// Adds a chunk's partial (part_max, part_sum) to the running (max_val, sum) as merge() does,
+// but compensated (Kahan): `comp` holds what rounding dropped from the earlier additions
+// (negated) and is taken off the next term, so the running sum's error does not grow with the
+// number of chunks. The -inf and NaN rules are rescale()'s.
+__device__ __forceinline__ void add_compensated(float& max_val, float& sum, float& comp,
+                                                float part_max, float part_sum) {
+  const float new_max = fmaxf(max_val, part_max);
+  const float scale = rescale(max_val, new_max);
+  const float term = part_sum * rescale(part_max, new_max) - comp * scale;
+  const float scaled = sum * scale;
+  const float new_sum = scaled + term;
+  // (new_sum - scaled) is the part of term that the addition kept; less term, what it dropped.
+  // Without -use_fast_math the compiler keeps this order of operations.
+  comp = (new_sum - scaled) - term;
+  sum = new_sum;
+  max_val = new_max;
+}
+
 // Butterfly: at each step lane l merges with lane l ^ offset, so after log2(32) = 5 steps every
 // lane has merged all 32 partials (a tree reduction would leave the result in lane 0 only and
 // need a broadcast).
@@ -78,10 +106,20 @@ __global__ void softmax_kernel(const float* __restrict__ x, float* __restrict__ 
     float* out = y + static_cast<size_t>(row) * cols;
 
     // Pass 1: each lane's online (max, sum) over its columns; neighbouring lanes read
-    // neighbouring floats, so each iteration of the warp is one coalesced 128-byte read.
+    // neighbouring floats, so each iteration of the warp is one coalesced 128-byte read. Chunk
+    // by chunk: a plain online pair per chunk, added to the row's running pair compensated.
     float max_val = -INFINITY;
     float sum = 0.f;
-    for (int c = lane; c < cols; c += kWarpSize) online_update(max_val, sum, in[c]);
+    float comp = 0.f;
+    for (int start = 0; start < cols; start += kChunkCols) {
+      const int end = start + min(kChunkCols, cols - start);
+      float chunk_max = -INFINITY;
+      float chunk_sum = 0.f;
+      for (int c = start + lane; c < end; c += kWarpSize)
+        online_update(chunk_max, chunk_sum, in[c]);
+      add_compensated(max_val, sum, comp, chunk_max, chunk_sum);
+    }
+    sum -= comp;  // the correction still owed, before the partials are merged
 
     // A lane with no columns (cols < 32) holds (-inf, 0), which merges as a no-op.
     warp_reduce(max_val, sum);

@@ -15,13 +15,13 @@
 // Traffic:  reads 1 per element, writes 1: 8*M*N bytes modeled (as step04).
 // Limit:    the shared-memory tree: 8 levels, each a round trip through shared memory and a
 //           block-wide barrier at which all 8 warps wait, with 128 threads idle at the first level
-//           and 255 at the last. step06 merges within each warp by shuffles first.
+//           and 255 at the last. step06 reduces within each warp by shuffles first.
 // Run:      ./build/step05_vectorized/step05_vectorized   (--help for options)
-#include "common/cuda_check.h"
-#include "common/softmax.h"
-
 #include <mutex>
 #include <unordered_map>
+
+#include "common/cuda_check.h"
+#include "common/softmax.h"
 
 namespace step05_vectorized {
 
@@ -169,8 +169,7 @@ int max_cols() {
   if (found != cols_by_device.end()) return found->second;
 
   int optin_bytes = 0;
-  CUDA_CHECK(
-      cudaDeviceGetAttribute(&optin_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   cudaFuncAttributes attributes{};
   CUDA_CHECK(cudaFuncGetAttributes(&attributes, softmax_kernel));
   const int dynamic_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
@@ -193,8 +192,8 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
 softmax::Traffic traffic(int /*cols*/) { return {1, 1, 0, 0}; }
 
 const softmax::Step& step() {
-  static const softmax::Step s{"step05_vectorized", "16-byte float4 loads and stores",
-                               launch, max_cols, traffic};
+  static const softmax::Step s{"step05_vectorized", "16-byte float4 loads and stores", launch,
+                               max_cols, traffic};
   return s;
 }
 

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 // step06_warp_shuffle: step05 with the block reduction done by warp shuffles.
 //
-// What changed: the 8-level shared-memory tree (9 barriers, 9 shared round trips) becomes two
-//   shuffle butterflies with one barrier between them. Each warp merges its 32 (max, sum) pairs
-//   in registers with __shfl_xor_sync, lane 0 of each warp writes the warp's pair to shared
-//   memory, one barrier, then every warp reads the 8 warp pairs and merges them with a second
-//   butterfly, so every thread ends with the row's pair and no broadcast is needed.
+// What changed: the 8-level shared-memory tree (9 barriers, a shared round trip per level) goes.
+//   Pass 1 is step05's, so each thread still ends it with an online (max, sum). The block then
+//   reduces the two halves of that pair separately, each with plain shuffles: the row max by
+//   fmaxf (a 5-step butterfly in every warp, one value per warp through shared memory, a barrier,
+//   a 3-step butterfly over the 8 warp values), then every thread moves its own sum onto the row
+//   max (one expf), then the row sum the same way with adds. Every thread ends with the row's max
+//   and sum, 2 barriers in all. Pass 2 is step05's.
+//   A first version merging (max, sum) pairs in every warp was slower: docs/step06_warp_shuffle.md
 // Mapping:  grid = rows, blockDim = 256 = 8 warps; block -> one row; thread t -> float4 t,
 //           t+256, ... of the body, as step05.
 // Traffic:  reads 1 per element, writes 1: 8*M*N bytes modeled (as step05).
@@ -14,11 +17,11 @@
 //           waits in shared memory, and N is capped by shared memory. step07 sizes the mapping
 //           to N, keeps short rows in registers and makes its blocks persistent.
 // Run:      ./build/step06_warp_shuffle/step06_warp_shuffle   (--help for options)
-#include "common/cuda_check.h"
-#include "common/softmax.h"
-
 #include <mutex>
 #include <unordered_map>
+
+#include "common/cuda_check.h"
+#include "common/softmax.h"
 
 namespace step06_warp_shuffle {
 
@@ -37,46 +40,66 @@ __device__ __forceinline__ void online_update(float& max_val, float& sum, float 
   max_val = new_max;
 }
 
-// exp(part_max - max_val), the factor that moves a partial sum onto a larger max. Equal maxima
-// give 1 even when both are infinite: two partials that saw only -inf (sum 0) or only NaN
-// (sum NaN) merge to 0 or NaN, never to exp(-inf - -inf) = NaN. A +inf max needs no care: the
-// partial that saw the +inf already has sum NaN (from exp(inf - inf)), and the merge keeps it.
+// exp(part_max - max_val), the factor that moves a thread's sum onto the row max. Equal maxima
+// give 1 even when both are infinite: a thread that saw only -inf (sum 0) or a NaN (sum NaN)
+// keeps 0 or NaN, never exp(-inf - -inf) = NaN. A +inf row max needs no care: the thread that saw
+// the +inf already has sum NaN (from exp(inf - inf)), and the row sum keeps it.
 __device__ __forceinline__ float rescale(float part_max, float max_val) {
   return part_max == max_val ? 1.f : expf(part_max - max_val);
 }
 
-// Merges the partial (other_max, other_sum) into (max_val, sum). The add is __fadd_rn so the
-// compiler cannot fuse one product into an FMA: merge(a, b) and merge(b, a) then round the same
-// way, and both lanes of a butterfly step end with bit-identical results.
-__device__ __forceinline__ void merge(float& max_val, float& sum, float other_max,
-                                      float other_sum) {
-  const float new_max = fmaxf(max_val, other_max);
-  sum = __fadd_rn(sum * rescale(max_val, new_max), other_sum * rescale(other_max, new_max));
-  max_val = new_max;
+// Butterflies over one value: at each step lane l combines its value with lane l ^ offset's, for
+// offset = kFirstOffset, ..., 2, 1. fmaxf and + are commutative, so both lanes of a step get the
+// same bits, and after the last step all 2 * kFirstOffset lanes of a group hold the group's
+// result (a tree would leave it in one lane and need a broadcast).
+template <int kFirstOffset>
+__device__ __forceinline__ float butterfly_max(float v) {
+#pragma unroll
+  for (int offset = kFirstOffset; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(kFullMask, v, offset));
+  return v;
 }
 
-// Butterfly: at each step lane l merges with lane l ^ offset, so after log2(32) = 5 steps every
-// lane has merged all 32 partials (a tree reduction would leave the result in lane 0 only and
-// need a broadcast).
-__device__ __forceinline__ void warp_reduce(float& max_val, float& sum) {
+template <int kFirstOffset>
+__device__ __forceinline__ float butterfly_sum(float v) {
 #pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-    const float other_max = __shfl_xor_sync(kFullMask, max_val, offset);
-    const float other_sum = __shfl_xor_sync(kFullMask, sum, offset);
-    merge(max_val, sum, other_max, other_sum);
-  }
+  for (int offset = kFirstOffset; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(kFullMask, v, offset);
+  return v;
+}
+
+// The block's max of v, returned to every thread: a 5-step butterfly in each warp (xor 16 .. 1),
+// lane 0 leaves its warp's max in part[warp], one barrier, then every lane reads part[lane % 8],
+// so each group of 8 lanes holds all 8 warp maxima, and a 3-step butterfly (xor 4, 2, 1)
+// finishes. 8 shuffles per warp. `part` is still being read after the call: the next reduction
+// must use another array.
+__device__ __forceinline__ float block_max(float v, float* part) {
+  const int lane = threadIdx.x % kWarpSize;
+  v = butterfly_max<kWarpSize / 2>(v);
+  if (lane == 0) part[threadIdx.x / kWarpSize] = v;
+  __syncthreads();
+  return butterfly_max<kWarps / 2>(part[lane % kWarps]);
+}
+
+// The block's sum of v, returned to every thread, the same way with adds.
+__device__ __forceinline__ float block_sum(float v, float* part) {
+  const int lane = threadIdx.x % kWarpSize;
+  v = butterfly_sum<kWarpSize / 2>(v);
+  if (lane == 0) part[threadIdx.x / kWarpSize] = v;
+  __syncthreads();
+  return butterfly_sum<kWarps / 2>(part[lane % kWarps]);
 }
 
 __global__ void softmax_kernel(const float* __restrict__ x, float* __restrict__ y, int rows,
                                int cols) {
-  // One partial (max, sum) per warp.
+  // One value per warp: the warp maxima, then the warp sums (separate arrays, so that no warp
+  // writes its sum over a maximum that another warp has yet to read).
   __shared__ float part_max[kWarps];
   __shared__ float part_sum[kWarps];
   // The row itself, cols + 3 floats (the launch sizes it); 16-byte aligned for float4 access.
   extern __shared__ __align__(16) float row_cache[];
 
   const int tid = threadIdx.x;
-  const int lane = tid % kWarpSize;
   // grid = rows, so each block owns exactly one row: the shared arrays never carry one row's
   // partials into the next.
   const int row = blockIdx.x;
@@ -120,25 +143,22 @@ __global__ void softmax_kernel(const float* __restrict__ x, float* __restrict__ 
     online_update(max_val, sum, v);
   }
 
-  // Within each warp first, in registers. A thread with no elements (short rows) holds
-  // (-inf, 0), which merges as a no-op.
-  warp_reduce(max_val, sum);
-  // Then across the 8 warps: one pair each through shared memory, and the only barrier. Every
-  // warp reads all 8 pairs (lanes 8..31 pad with the no-op pair) and merges them the same way,
-  // so every thread ends with the row's max and sum.
-  if (lane == 0) {
-    part_max[tid / kWarpSize] = max_val;
-    part_sum[tid / kWarpSize] = sum;
-  }
-  __syncthreads();
-  max_val = lane < kWarps ? part_max[lane] : -INFINITY;
-  sum = lane < kWarps ? part_sum[lane] : 0.f;
-  warp_reduce(max_val, sum);
+  // The row max: every thread's max, reduced over the block by fmaxf shuffles. A thread with no
+  // elements (short rows) holds -inf, which changes nothing.
+  const float row_max = block_max(max_val, part_max);
+  // Each thread moves its own sum onto the row max: one rescale, the reduction's only expf
+  // (skipped when the thread's max is the row's). A thread with no elements holds (-inf, 0) and
+  // adds 0. __fmul_rn keeps the product from being fused into the first add of the butterfly,
+  // so the two lanes of that step add the same two rounded numbers.
+  sum = __fmul_rn(sum, rescale(max_val, row_max));
+  // The row sum, by add shuffles. Every thread ends with the same bits of the row's max and sum.
+  sum = block_sum(sum, part_sum);
+  max_val = row_max;
 
   // Pass 2: normalise, reading the row from shared memory. The output is split by y's phase,
-  // which may differ from x's, so a thread may read elements another thread wrote: the barrier
-  // above orders those writes before these reads. An all -inf row has max -inf, so
-  // exp(NaN) makes it NaN, as in torch.
+  // which may differ from x's, so a thread may read elements another thread wrote: the
+  // reduction's barriers above order those writes before these reads. An all -inf row has max
+  // -inf, so exp(NaN) makes it NaN, as in torch.
   const float inv_sum = 1.f / sum;
   const int out_phase = static_cast<int>(reinterpret_cast<uintptr_t>(out) / sizeof(float) % 4);
   const int out_head = min((4 - out_phase) % 4, cols);
@@ -167,8 +187,8 @@ __global__ void softmax_kernel(const float* __restrict__ x, float* __restrict__ 
 }
 
 // The largest row the current device can cache: the opt-in shared memory per block less the
-// kernel's static arrays (8 warp pairs, 64 bytes) and the 3 floats of phase padding. A kernel
-// may use more than 48 KB of dynamic shared memory only after opting in with
+// kernel's static arrays (8 warp maxima and 8 warp sums, 64 bytes) and the 3 floats of phase
+// padding. A kernel may use more than 48 KB of dynamic shared memory only after opting in with
 // cudaFuncSetAttribute; that is done here, once per device.
 int max_cols() {
   static std::mutex mutex;
@@ -180,8 +200,7 @@ int max_cols() {
   if (found != cols_by_device.end()) return found->second;
 
   int optin_bytes = 0;
-  CUDA_CHECK(
-      cudaDeviceGetAttribute(&optin_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   cudaFuncAttributes attributes{};
   CUDA_CHECK(cudaFuncGetAttributes(&attributes, softmax_kernel));
   const int dynamic_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
@@ -205,7 +224,7 @@ softmax::Traffic traffic(int /*cols*/) { return {1, 1, 0, 0}; }
 
 const softmax::Step& step() {
   static const softmax::Step s{"step06_warp_shuffle",
-                               "block reduction by warp shuffles: one barrier instead of nine",
+                               "block reduction by warp shuffles: two barriers instead of nine",
                                launch, max_cols, traffic};
   return s;
 }
