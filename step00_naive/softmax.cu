@@ -10,8 +10,9 @@
 //           the running sum round away systematically, and from a few thousand columns on the
 //           relative error of the sum passes the 1e-5 tolerance on this repository's inputs
 //           (one planted peak makes most terms tiny). So the sum is accumulated in double; the
-//           exp() terms stay float. From step02 on the sum is split over 32+ partial sums and
-//           float is enough.
+//           exp() terms stay float. From step02 on the sums are float: step02 splits a row over
+//           32 lanes and cuts each lane's chain into chunks of 256 terms, and later steps give a
+//           long row 256 or more threads, so no float chain grows long.
 // Limit:    neighbouring threads read addresses N*4 bytes apart, so no load coalesces, and only
 //           M threads exist (4096 rows = 128 warps for 132 SMs): latency-bound. step01 removes one
 //           of the three passes; step02 fixes the mapping.
