@@ -24,12 +24,15 @@
 //   and tail than a tile copy through shared memory costs (change 15). (b) and the 32-lane groups
 //   of (a) keep the next row's loads in flight while they reduce the current one (change 13),
 //   except at 4 slots per lane (one wave measured faster); smaller groups measured better without
-//   (change 14). (c) takes over at 289 slots, where a 128-thread block per row measured faster
-//   than a warp holding 10-16 slots a lane (change 15); one block per row, not persistent (change
-//   7: the hardware scheduler beat a persistent grid by 3-6%). (d)-(f) exist so that every N >= 1
-//   works; rows that long are the next step's subject. Matrices whose rows all start on a
-//   boundary (x aligned, N % 4 == 0) run (a)-(c) with head and tail compiled out (kAligned): the
-//   split's index arithmetic cost up to 6% on short rows (change 14).
+//   (change 14). Matrices of 1.5 waves of blocks or more (many short rows) skip the persistent
+//   grid: one row per group, the hardware scheduler dealing out blocks, measured 1-5% faster
+//   there and 3-5% slower on 4096-row matrices (change 16). (c) takes over at 289 slots, where a
+//   128-thread block per row measured faster than a warp holding 10-16 slots a lane (change 15);
+//   one block per row, not persistent (change 7: the hardware scheduler beat a persistent grid by
+//   3-6%). (d)-(f) exist so that every N >= 1 works; rows that long are the next step's subject.
+//   Matrices whose rows all start on a boundary (x aligned, N % 4 == 0) run (a)-(c) with head and
+//   tail compiled out (kAligned): the split's index arithmetic cost up to 6% on short rows (change
+//   14).
 // Fast math: __expf (reduce.cuh says why its error fits the 1e-5 tolerance). No other.
 // Traffic:  (a)-(d) read 1 and write 1 per element, 8*M*N bytes, the ideal. (e) and (f) read
 //           twice, 12*M*N bytes modeled.
@@ -62,13 +65,22 @@ void with_packs(int64_t packs, F&& f) {
   }
 }
 
-// (a) and (b). The next row is in flight for whole warps at every slot count but 4 (see the
-// header).
+// (a) and (b). A matrix of at least 1.5 waves of blocks gets a block per group of rows, one row
+// per group, and the hardware's block scheduler (as path c); a smaller one a persistent grid
+// where, for whole warps at every slot count but 4, the next row is in flight (see the header).
 template <int kGroup, int kPacks, bool kAligned>
 void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   constexpr bool kNextInFlight = kPacks != 4 && kGroup == kWarpSize;
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
+  const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
+  const int64_t resident =
+      int64_t(device_info().sms) * std::max(1, blocks_per_sm(one_row, kWarpThreads, 0));
+  if (2 * work_blocks >= 3 * resident) {
+    one_row<<<static_cast<unsigned>(work_blocks), kWarpThreads, 0, stream>>>(x, y, rows, cols);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   launch_persistent(warp_rows_kernel<kGroup, kPacks, kNextInFlight, kAligned>, kWarpThreads, 0,
                     work_blocks, x, y, rows, cols, stream, kNextInFlight ? 2 : 1);
 }

@@ -153,6 +153,12 @@ std::vector<Group> groups() {
        {65, 66, 67, 97, 125, 127, 129, 130, 131},
        normal_and_ends,
        boundary_offsets},
+      // Enough rows for 1.5 waves of blocks: (a) and (b) launch one row per group, no loop.
+      {"ab_one_row_per_group",
+       40000,
+       {7, 32, 61, 64, 128, 256, 1031, 1152},
+       {InputKind::kNormal},
+       {{0, 0}, {1, 1}, {3, 3}}},
       {"b_p2_to_p3", 33, around(256), normal_and_ends, boundary_offsets},
       {"b_p3_to_p4", 33, around(384), normal_and_ends, boundary_offsets},  // kernel switch
       {"b_p4_to_p5", 33, around(512), normal_and_ends, boundary_offsets},  // and back
