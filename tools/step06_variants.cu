@@ -25,9 +25,8 @@
 //   (--rows M, --rounds R, --verify-rows V, --no-specials; --help)
 // Exit code: 0 all verified, 1 a verification failure or an error, 2 bad usage, 77 no GPU.
 //
-// docs/results/step06_variants_h100.txt is a run of this benchmark from before step06 took its
-// current reduction: there, the column "step06" is the first version (here "pairs") and the
-// column "split" is today's step06.
+// docs/results/step06_variants_h100.txt is a run of this program on an H100 (the columns as here:
+// "step06" is today's step06, "pairs" its first version).
 //
 // Per row, in warp-level operations, counted from the code ("merge" = one (max, sum) merge:
 // fmaxf, 2 compares, up to 2 expf, 2 products, an add; SHFL = __shfl_xor_sync; BAR =
