@@ -12,10 +12,14 @@
 // A third cluster.sync() keeps each CTA's shared memory alive until the others have read it.
 //
 // Limits of this probe (what step08 must add): rows must start on 16-byte boundaries (x aligned,
-// N % 4 == 0; other shapes are refused), one cluster per row (no persistent grid, no rows
-// longer than the cluster holds), kPacks fixed per run (--packs).
+// N % 4 == 0; other shapes are refused), no rows longer than the cluster holds, kPacks fixed per
+// run (--packs).
 //
-//   build/softmax_cluster_probe [--packs 2|4|8] [--iters K] [ROWSxCOLS ...]
+//   build/softmax_cluster_probe [--packs 2|4|8] [--persistent | --next] [--iters K] [ROWSxCOLS ...]
+//
+// --persistent: as many clusters as fit at once (cudaOccupancyMaxActiveClusters), each looping
+// over rows; --next: the same, with the next row's loads issued before this row is reduced
+// (--packs 4 only: twice the registers).
 //
 // Default shapes: the issue's long-rows sweep (M*N = 2^27, N = 2^14 ... 2^18) and few-rows set
 // (64x262144, 32x16384, 128x4096). For each shape: verification against the double-precision
@@ -93,9 +97,33 @@ __device__ __forceinline__ void cluster_reduce_to(cg::cluster_group& cluster, fl
 }
 #endif
 
+// Loads this CTA's chunk of row `row` (-inf past the row's end, or for a row past the last).
 template <int kPacks>
+__device__ __forceinline__ void load_chunk(const float* x, int64_t row, int rows, int cols,
+                                           int first, int slots, float (&v)[kPacks][4]) {
+  const float4* in = reinterpret_cast<const float4*>(x + row * cols) + first;
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int s = threadIdx.x + k * kThreads;
+    if (row < rows && s < slots) {
+      const float4 t = in[s];
+      v[k][0] = t.x, v[k][1] = t.y, v[k][2] = t.z, v[k][3] = t.w;
+    } else {
+      v[k][0] = v[k][1] = v[k][2] = v[k][3] = -INFINITY;
+    }
+  }
+}
+
+// A cluster per row; a grid of fewer clusters than rows loops (cluster c takes rows c, c + the
+// number of clusters, ...). kNext: the next row's chunk is loaded before this one is reduced.
+// Two cluster barriers per row: every CTA's cta_max is written before any is read (the first),
+// and every cta_max read before any CTA goes on to write its cta_sum (the second); a CTA reaches
+// the next row's first barrier only after reading this row's sums, so neither value is
+// overwritten while another CTA may read it. A last barrier keeps shared memory alive to the end.
+template <int kPacks, bool kNext>
 __global__ void __launch_bounds__(kThreads, 1)
-    cluster_row_kernel(const float* __restrict__ x, float* __restrict__ y, int cols, int chunk) {
+    cluster_row_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
+                       int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // built for every architecture; clusters exist from sm_90 on (main() checks first)
 #else
@@ -103,58 +131,62 @@ __global__ void __launch_bounds__(kThreads, 1)
   __shared__ float cta_max, cta_sum, row_max, row_sum;
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
-  const int64_t row = blockIdx.x / cluster.num_blocks();
-  const int first = rank * chunk;                    // this CTA's first slot of the row
+  const int64_t clusters = gridDim.x / cluster.num_blocks();
+  const int first = rank * chunk;                    // this CTA's first slot of each row
   const int slots = min(chunk, cols / 4 - first);    // may be <= 0 for the last CTAs
-  const float4* in = reinterpret_cast<const float4*>(x + row * cols) + first;
-  float4* out = reinterpret_cast<float4*>(y + row * cols) + first;
+  int64_t row = blockIdx.x / cluster.num_blocks();
 
   float v[kPacks][4];
+  load_chunk(x, row, rows, cols, first, slots, v);
+  for (; row < rows; row += clusters) {
+    float next[kNext ? kPacks : 1][4];
+    if constexpr (kNext) load_chunk(x, row + clusters, rows, cols, first, slots, next);
+    float m = -INFINITY;
 #pragma unroll
-  for (int k = 0; k < kPacks; ++k) {
-    const int s = threadIdx.x + k * kThreads;
-    if (s < slots) {
-      const float4 t = in[s];
-      v[k][0] = t.x, v[k][1] = t.y, v[k][2] = t.z, v[k][3] = t.w;
+    for (int k = 0; k < kPacks; ++k)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) m = fmaxf(m, v[k][j]);
+    block_reduce_to<true>(m, warp_max_part, &cta_max);
+    cluster.sync();
+    cluster_reduce_to<true>(cluster, &cta_max, &row_max);
+    const float max_val = row_max;
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        v[k][j] = __expf(v[k][j] - max_val);
+        s += v[k][j];
+      }
+    block_reduce_to<false>(s, warp_sum_part, &cta_sum);
+    cluster.sync();
+    cluster_reduce_to<false>(cluster, &cta_sum, &row_sum);
+    const float inv = 1.f / row_sum;
+    float4* out = reinterpret_cast<float4*>(y + row * cols) + first;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const int i = threadIdx.x + k * kThreads;
+      if (i < slots)
+        out[i] = make_float4(v[k][0] * inv, v[k][1] * inv, v[k][2] * inv, v[k][3] * inv);
+    }
+    if constexpr (kNext) {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) v[k][j] = next[k][j];
     } else {
-      v[k][0] = v[k][1] = v[k][2] = v[k][3] = -INFINITY;
+      load_chunk(x, row + clusters, rows, cols, first, slots, v);
     }
-  }
-  float m = -INFINITY;
-#pragma unroll
-  for (int k = 0; k < kPacks; ++k)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) m = fmaxf(m, v[k][j]);
-  block_reduce_to<true>(m, warp_max_part, &cta_max);
-  cluster.sync();  // every CTA's cta_max written
-  cluster_reduce_to<true>(cluster, &cta_max, &row_max);
-  const float max_val = row_max;
-
-  float s = 0.f;
-#pragma unroll
-  for (int k = 0; k < kPacks; ++k)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      v[k][j] = __expf(v[k][j] - max_val);
-      s += v[k][j];
-    }
-  block_reduce_to<false>(s, warp_sum_part, &cta_sum);
-  cluster.sync();  // every CTA's cta_sum written (and every cta_max read)
-  cluster_reduce_to<false>(cluster, &cta_sum, &row_sum);
-  const float inv = 1.f / row_sum;
-#pragma unroll
-  for (int k = 0; k < kPacks; ++k) {
-    const int i = threadIdx.x + k * kThreads;
-    if (i < slots)
-      out[i] = make_float4(v[k][0] * inv, v[k][1] * inv, v[k][2] * inv, v[k][3] * inv);
   }
   cluster.sync();  // no CTA leaves while another may still read its cta_sum
 #endif
 }
 
 int g_packs = 8;
+int g_persistent = 0;  // 0: a cluster per row; 1: as many clusters as fit at once, looping
+int g_next = 0;        // with g_persistent: the next row's loads in flight
 
-template <int kPacks>
+template <int kPacks, bool kNext>
 void launch_packs(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   constexpr int kChunk = kThreads * kPacks;
   const int slots = cols / 4;
@@ -165,7 +197,7 @@ void launch_packs(const float* x, float* y, int rows, int cols, cudaStream_t str
                                 " floats needs more than 16 CTAs at --packs " +
                                 std::to_string(kPacks));
   const int chunk = (slots + cluster - 1) / cluster;
-  const auto kernel = cluster_row_kernel<kPacks>;
+  const auto kernel = cluster_row_kernel<kPacks, kNext>;
   if (cluster > 8)
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchConfig_t cfg = {};
@@ -179,8 +211,41 @@ void launch_packs(const float* x, float* y, int rows, int cols, cudaStream_t str
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, cols, chunk));
+  if (g_persistent) {
+    int fit = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg));
+    if (fit < 1) throw std::runtime_error("cluster_probe: no cluster of this size fits");
+    const int64_t clusters = std::min<int64_t>(rows, fit);
+    cfg.gridDim = dim3(static_cast<unsigned>(clusters * cluster));
+  }
+  CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, chunk));
   CUDA_CHECK_LAUNCH();
+}
+
+// The clusters of this size that fit at once (cudaOccupancyMaxActiveClusters), for the report.
+int clusters_that_fit(int cols) {
+  const int chunk = kThreads * g_packs;
+  const int cluster = std::max(2, (cols / 4 + chunk - 1) / chunk);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(cluster);
+  cfg.blockDim = dim3(kThreads);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int fit = 0;
+  const auto probe = [&](auto kernel) {
+    if (cluster > 8)
+      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg));
+  };
+  if (g_packs == 2) probe(cluster_row_kernel<2, false>);
+  else if (g_packs == 4) probe(g_next ? cluster_row_kernel<4, true> : cluster_row_kernel<4, false>);
+  else probe(cluster_row_kernel<8, false>);
+  return fit;
 }
 
 void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
@@ -189,9 +254,10 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
       reinterpret_cast<uintptr_t>(y) % 16 != 0)
     throw std::invalid_argument("cluster_probe: rows must start on 16-byte boundaries (N % 4 == 0, "
                                 "x and y 16-byte aligned)");
-  if (g_packs == 2) return launch_packs<2>(x, y, rows, cols, stream);
-  if (g_packs == 4) return launch_packs<4>(x, y, rows, cols, stream);
-  launch_packs<8>(x, y, rows, cols, stream);
+  if (g_packs == 2) return launch_packs<2, false>(x, y, rows, cols, stream);
+  if (g_packs == 4 && g_next) return launch_packs<4, true>(x, y, rows, cols, stream);
+  if (g_packs == 4) return launch_packs<4, false>(x, y, rows, cols, stream);
+  launch_packs<8, false>(x, y, rows, cols, stream);
 }
 
 int max_cols() { return kMaxCluster * kThreads * g_packs * 4; }
@@ -226,16 +292,21 @@ int main(int argc, char** argv) {
       const int v = std::atoi(argv[++i]);
       if (a == "--packs") g_packs = v;
       else iters = v;
+    } else if (a == "--persistent") {
+      g_persistent = 1;
+    } else if (a == "--next") {
+      g_persistent = g_next = 1;
     } else if (parse_shape(a, &sh)) {
       shapes.push_back(sh);
     } else {
-      std::fprintf(stderr, "usage: %s [--packs 2|4|8] [--iters K] [ROWSxCOLS ...]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--packs 2|4|8] [--persistent | --next] [--iters K] [ROWSxCOLS ...]\n", argv[0]);
       return 2;
     }
   }
-  if ((g_packs != 2 && g_packs != 4 && g_packs != 8) || iters < softmax::kMinRuns) {
-    std::fprintf(stderr, "%s: --packs must be 2, 4 or 8 and --iters at least %d\n", argv[0],
-                 softmax::kMinRuns);
+  if ((g_packs != 2 && g_packs != 4 && g_packs != 8) || iters < softmax::kMinRuns ||
+      (g_next && g_packs != 4)) {
+    std::fprintf(stderr, "%s: --packs must be 2, 4 or 8 (4 with --next) and --iters at least %d\n",
+                 argv[0], softmax::kMinRuns);
     return 2;
   }
   std::string why;
@@ -260,11 +331,14 @@ int main(int argc, char** argv) {
   const std::vector<softmax::Step> steps = softmax::all_steps();
   for (const softmax::Step& s : steps)
     if (std::string(s.name) == "step07_persistent") step07 = &s;
-  std::printf("%s\ncluster_probe: 512 threads x %d float4 per CTA, L2 flushed before each of %d "
-              "timed launches, memcpy and step07 interleaved\n",
-              dev.summary().c_str(), g_packs, iters);
-  std::printf("%8s %8s %8s %10s %10s %8s %14s  %s\n", "rows", "cols", "cluster", "us", "GB/s",
-              "ratio", "step07/probe", "verified");
+  std::printf("%s\ncluster_probe: 512 threads x %d float4 per CTA, %s, L2 flushed before each of "
+              "%d timed launches, memcpy and step07 interleaved\n",
+              dev.summary().c_str(), g_packs,
+              g_next ? "persistent clusters, next row in flight"
+                     : g_persistent ? "persistent clusters" : "a cluster per row",
+              iters);
+  std::printf("%8s %8s %8s %6s %10s %10s %8s %14s  %s\n", "rows", "cols", "cluster", "fit", "us",
+              "GB/s", "ratio", "step07/probe", "verified");
   size_t most = 0;
   for (const Shape& sh : shapes) most = std::max(most, size_t(sh.rows) * sh.cols);
   int failed = 0;
@@ -289,8 +363,8 @@ int main(int argc, char** argv) {
       if (!r.ok()) ++failed;
       const softmax::Measurement m =
           softmax::measure(probe, timer, buf, sh.rows, sh.cols, iters, step07);
-      std::printf("%8d %8d %8d %10.2f %10.0f %8.3f %14.3f  %s\n", sh.rows, sh.cols, cluster,
-                  m.kernel.median_ms * 1000, m.gbps, m.ratio,
+      std::printf("%8d %8d %8d %6d %10.2f %10.0f %8.3f %14.3f  %s\n", sh.rows, sh.cols, cluster,
+                  clusters_that_fit(sh.cols), m.kernel.median_ms * 1000, m.gbps, m.ratio,
                   step07 ? m.rival.median_ms / m.kernel.median_ms : 0.0,
                   r.ok() ? "ok" : r.report().c_str());
     }
