@@ -24,9 +24,9 @@
 // Default shapes: the issue's long-rows sweep (M*N = 2^27, N = 2^14 ... 2^18) and few-rows set
 // (64x262144, 32x16384, 128x4096). For each shape: verification against the double-precision
 // reference (check_step), then the median time of K launches with L2 flushed, a memcpy of the same
-// bytes and step07_persistent timed interleaved with it (the ratio to memcpy, and step07's time over
-// the probe's: > 1 when the probe is faster). Exit codes: 0 ok, 1 a verification or CUDA failure,
-// 2 bad usage, 77 no GPU or no cluster support.
+// bytes and step07_persistent timed interleaved with it (the ratio to memcpy, and step07's time
+// over the probe's: > 1 when the probe is faster). Exit codes: 0 ok, 1 a verification or CUDA
+// failure, 2 bad usage, 77 no GPU or no cluster support.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -132,8 +132,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
   const int64_t clusters = gridDim.x / cluster.num_blocks();
-  const int first = rank * chunk;                    // this CTA's first slot of each row
-  const int slots = min(chunk, cols / 4 - first);    // may be <= 0 for the last CTAs
+  const int first = rank * chunk;                  // this CTA's first slot of each row
+  const int slots = min(chunk, cols / 4 - first);  // may be <= 0 for the last CTAs
   int64_t row = blockIdx.x / cluster.num_blocks();
 
   float v[kPacks][4];
@@ -186,6 +186,22 @@ int g_packs = 8;
 int g_persistent = 0;  // 0: a cluster per row; 1: as many clusters as fit at once, looping
 int g_next = 0;        // with g_persistent: the next row's loads in flight
 
+// A launch of `blocks` CTAs of kThreads in clusters of `cluster` along x; `attr` must outlive it.
+cudaLaunchConfig_t cluster_config(int cluster, int64_t blocks, cudaStream_t stream,
+                                  cudaLaunchAttribute* attr) {
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = cluster;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.blockDim = dim3(kThreads);
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 template <int kPacks, bool kNext>
 void launch_packs(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   constexpr int kChunk = kThreads * kPacks;
@@ -200,17 +216,8 @@ void launch_packs(const float* x, float* y, int rows, int cols, cudaStream_t str
   const auto kernel = cluster_row_kernel<kPacks, kNext>;
   if (cluster > 8)
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(int64_t(rows) * cluster));
-  cfg.blockDim = dim3(kThreads);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cluster;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg = cluster_config(cluster, int64_t(rows) * cluster, stream, &attr);
   if (g_persistent) {
     int fit = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg));
@@ -226,25 +233,20 @@ void launch_packs(const float* x, float* y, int rows, int cols, cudaStream_t str
 int clusters_that_fit(int cols) {
   const int chunk = kThreads * g_packs;
   const int cluster = std::max(2, (cols / 4 + chunk - 1) / chunk);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(cluster);
-  cfg.blockDim = dim3(kThreads);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cluster;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = cluster_config(cluster, cluster, 0, &attr);
   int fit = 0;
   const auto probe = [&](auto kernel) {
     if (cluster > 8)
       CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg));
   };
-  if (g_packs == 2) probe(cluster_row_kernel<2, false>);
-  else if (g_packs == 4) probe(g_next ? cluster_row_kernel<4, true> : cluster_row_kernel<4, false>);
-  else probe(cluster_row_kernel<8, false>);
+  if (g_packs == 2)
+    probe(cluster_row_kernel<2, false>);
+  else if (g_packs == 4)
+    probe(g_next ? cluster_row_kernel<4, true> : cluster_row_kernel<4, false>);
+  else
+    probe(cluster_row_kernel<8, false>);
   return fit;
 }
 
@@ -252,8 +254,9 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   softmax::check_launch_args("cluster_probe", x, y, rows, cols, kMaxCluster * kThreads * 8 * 4);
   if (cols % 4 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0 ||
       reinterpret_cast<uintptr_t>(y) % 16 != 0)
-    throw std::invalid_argument("cluster_probe: rows must start on 16-byte boundaries (N % 4 == 0, "
-                                "x and y 16-byte aligned)");
+    throw std::invalid_argument(
+        "cluster_probe: rows must start on 16-byte boundaries (N % 4 == 0, "
+        "x and y 16-byte aligned)");
   if (g_packs == 2) return launch_packs<2, false>(x, y, rows, cols, stream);
   if (g_packs == 4 && g_next) return launch_packs<4, true>(x, y, rows, cols, stream);
   if (g_packs == 4) return launch_packs<4, false>(x, y, rows, cols, stream);
@@ -290,8 +293,10 @@ int main(int argc, char** argv) {
     Shape sh;
     if ((a == "--packs" || a == "--iters") && i + 1 < argc) {
       const int v = std::atoi(argv[++i]);
-      if (a == "--packs") g_packs = v;
-      else iters = v;
+      if (a == "--packs")
+        g_packs = v;
+      else
+        iters = v;
     } else if (a == "--persistent") {
       g_persistent = 1;
     } else if (a == "--next") {
@@ -299,7 +304,9 @@ int main(int argc, char** argv) {
     } else if (parse_shape(a, &sh)) {
       shapes.push_back(sh);
     } else {
-      std::fprintf(stderr, "usage: %s [--packs 2|4|8] [--persistent | --next] [--iters K] [ROWSxCOLS ...]\n", argv[0]);
+      std::fprintf(
+          stderr, "usage: %s [--packs 2|4|8] [--persistent | --next] [--iters K] [ROWSxCOLS ...]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -311,8 +318,8 @@ int main(int argc, char** argv) {
   }
   std::string why;
   if (!softmax::gpu_available(&why)) {
-    std::fprintf(stderr, "%s: %s (exit code %d means skipped)\n", argv[0],
-                 why.c_str(), softmax::kExitNoGpu);
+    std::fprintf(stderr, "%s: %s (exit code %d means skipped)\n", argv[0], why.c_str(),
+                 softmax::kExitNoGpu);
     return softmax::kExitNoGpu;
   }
   const softmax::DeviceInfo dev = softmax::query_device();
@@ -331,12 +338,14 @@ int main(int argc, char** argv) {
   const std::vector<softmax::Step> steps = softmax::all_steps();
   for (const softmax::Step& s : steps)
     if (std::string(s.name) == "step07_persistent") step07 = &s;
-  std::printf("%s\ncluster_probe: 512 threads x %d float4 per CTA, %s, L2 flushed before each of "
-              "%d timed launches, memcpy and step07 interleaved\n",
-              dev.summary().c_str(), g_packs,
-              g_next ? "persistent clusters, next row in flight"
-                     : g_persistent ? "persistent clusters" : "a cluster per row",
-              iters);
+  std::printf(
+      "%s\ncluster_probe: 512 threads x %d float4 per CTA, %s, L2 flushed before each of "
+      "%d timed launches, memcpy and step07 interleaved\n",
+      dev.summary().c_str(), g_packs,
+      g_next         ? "persistent clusters, next row in flight"
+      : g_persistent ? "persistent clusters"
+                     : "a cluster per row",
+      iters);
   std::printf("%8s %8s %8s %6s %10s %10s %8s %14s  %s\n", "rows", "cols", "cluster", "fit", "us",
               "GB/s", "ratio", "step07/probe", "verified");
   size_t most = 0;
