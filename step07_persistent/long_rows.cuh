@@ -3,7 +3,8 @@
 //
 // Not tuned: rows past 16K columns are the next step's subject. (d) keeps the row in shared
 // memory and reads DRAM once; (e), for rows too long even for that, reads the row twice. Both are
-// persistent (grid-stride over rows) with kBatch slots per thread loaded before any is used.
+// persistent (grid-stride over rows): (d) copies all of a thread's slots by cp.async before using
+// any, (e) loads kBatch slots per thread before using any.
 #pragma once
 
 #include <cuda_pipeline_primitives.h>

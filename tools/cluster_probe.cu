@@ -9,7 +9,7 @@
 // maxima through distributed shared memory (cluster.map_shared_rank). The same for the sum of
 // exponentials. Then each CTA normalises and writes its chunk: one read and one write per element,
 // 8 bytes, like step07's register paths, for rows of up to 16 x 512 x 8 x 4 = 262,144 floats.
-// A third cluster.sync() keeps each CTA's shared memory alive until the others have read it.
+// A last cluster.sync() at exit keeps each CTA's shared memory alive until the others have read it.
 //
 // Limits of this probe (what step08 must add): rows must start on 16-byte boundaries (x aligned,
 // N % 4 == 0; other shapes are refused), no rows longer than the cluster holds, kPacks fixed per
