@@ -26,13 +26,13 @@
 //   except at 4 slots per lane (one wave measured faster); smaller groups measured better without
 //   (change 14). Matrices of 1.5 waves of blocks or more (many short rows) skip the persistent
 //   grid: one row per group, the hardware scheduler dealing out blocks, measured up to 6% faster
-//   there (65536x32 and 64 within 1%) and up to 5% slower on 4096-row matrices (change 16). (c) takes over at 289 slots, where a
-//   128-thread block per row measured faster than a warp holding 10-16 slots a lane (change 15);
-//   one block per row, not persistent (change 7: the hardware scheduler beat a persistent grid by
-//   3-6%). (d)-(f) exist so that every N >= 1 works; rows that long are the next step's subject.
-//   Matrices whose rows all start on a boundary (x aligned, N % 4 == 0) run (a)-(c) with head and
-//   tail compiled out (kAligned): the split's index arithmetic cost up to 6% on short rows (change
-//   14).
+//   there (65536x32 and 64 within 1%) and up to 5% slower on 4096-row matrices (change 16). (c)
+//   takes over at 289 slots, where a 128-thread block per row measured faster than a warp holding
+//   10-16 slots a lane (change 15); one block per row, not persistent (change 7: the hardware
+//   scheduler beat a persistent grid by 3-6%). (d)-(f) exist so that every N >= 1 works; rows that
+//   long are the next step's subject. Matrices whose rows all start on a boundary (x aligned, N % 4
+//   == 0) run (a)-(c) with head and tail compiled out (kAligned): the split's index arithmetic cost
+//   up to 6% on short rows (change 14).
 // Fast math: __expf (reduce.cuh says why its error fits the 1e-5 tolerance). No other.
 // Traffic:  (a)-(d) read 1 and write 1 per element, 8*M*N bytes, the ideal. (e) and (f) read
 //           twice, 12*M*N bytes modeled.
