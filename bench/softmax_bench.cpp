@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: MIT
 // The benchmark suite: every step of the table, plus memcpy and the baselines (unfused; cuDNN
-// when found), over three sweeps of shapes, each entry named `<impl>/<sweep>/M:<M>/N:<N>`:
+// when found), over five sweeps of shapes, each entry named `<impl>/<sweep>/M:<M>/N:<N>`:
 //
 //   grid       M = 4096, N = 128*i, i = 2..128 (Triton's fused-softmax grid)
 //   irregular  M = 4096, N = 97*k, k = 3..168: every residue of N mod 4, so most rows start off
 //              the 16-byte alignment the buffers (cudaMalloc) give row 0 (only N % 4 == 0 keeps it)
 //   short      many short rows: 65536x32, 65536x64, 65536x128, 16384x256, 65536x61, 65536x127
+//   long       M*N = 2^27: N = 2^14 ... 2^20 and each N + 3 (rows longer than one SM holds)
+//   few        1x1048576, 8x1048576, 64x262144, 32x16384, 128x4096 (few rows: idle SMs)
 //
 // The one-thread-per-row steps (step00_naive, step01_online) take milliseconds per launch at large
 // N, so they run on a coarser subset of the first two sweeps: the grid at N = 256, 512, 768, then
 // every 1024; the irregular sweep at every 8th k (N % 4 == 0) plus k % 32 in {3, 5, 6} (the
-// three other residues, from N = 291 up). They run the whole short sweep.
+// three other residues, from N = 291 up), and the long sweep at its aligned N. They run the whole
+// short and few sweeps.
 //
 // Each benchmark is one Google Benchmark iteration whose manual time is the median of the common
 // timer's runs (L2 flushed before each), so bytes_per_second is the effective bandwidth
@@ -74,20 +77,41 @@ std::vector<Shape> short_rows(bool) {
   return {{65536, 32}, {65536, 64}, {65536, 128}, {16384, 256}, {65536, 61}, {65536, 127}};
 }
 
+// long: M*N = 2^27 (512 MiB in, 512 out) for N = 2^14 ... 2^20, and each N + 3 (unaligned rows) at
+// the same M; coarse: the aligned N only. Rows longer than one SM holds.
+std::vector<Shape> long_rows(bool coarse) {
+  std::vector<Shape> s;
+  for (int e = 14; e <= 20; ++e) {
+    const int rows = 1 << (27 - e);
+    s.push_back({rows, 1 << e});
+    if (!coarse) s.push_back({rows, (1 << e) + 3});
+  }
+  return s;
+}
+
+// few: few rows, long or not, that leave SMs idle under a block (or cluster) per row.
+std::vector<Shape> few_rows(bool) {
+  return {{1, 1048576}, {8, 1048576}, {64, 262144}, {32, 16384}, {128, 4096}};
+}
+
 struct Sweep {
   const char* name;
   std::vector<Shape> (*shapes)(bool coarse);
 };
-constexpr Sweep kSweeps[] = {{"grid", grid}, {"irregular", irregular}, {"short", short_rows}};
+constexpr Sweep kSweeps[] = {{"grid", grid},
+                             {"irregular", irregular},
+                             {"short", short_rows},
+                             {"long", long_rows},
+                             {"few", few_rows}};
 
 bool uses_coarse_sweeps(const std::string& name) {
   return name == "step00_naive" || name == "step01_online";
 }
 
 // "short: 65536x32,65536x64,..." from the shapes themselves.
-std::string describe_short() {
-  std::string d = "short:";
-  for (const Shape& s : short_rows(false))
+std::string describe(const char* name, const std::vector<Shape>& shapes) {
+  std::string d = std::string(name) + ":";
+  for (const Shape& s : shapes)
     d += (d.back() == ':' ? " " : ",") + std::to_string(s.rows) + "x" + std::to_string(s.cols);
   return d;
 }
@@ -186,10 +210,13 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("rows", std::to_string(kRows));
     benchmark::AddCustomContext(
         "sweeps",
-        "grid: M=4096 N=128*i i=2..128; irregular: M=4096 N=97*k k=3..168; " + describe_short());
+        "grid: M=4096 N=128*i i=2..128; irregular: M=4096 N=97*k k=3..168; " +
+            describe("short", short_rows(false)) +
+            "; long: M*N=2^27 N=2^14..2^20 and N+3; " + describe("few", few_rows(false)));
     benchmark::AddCustomContext("coarse_sweeps",
                                 "step00_naive,step01_online: grid N=256,512,768 then every 1024; "
-                                "irregular k%8==0 or k%32 in {3,5,6}; short: all");
+                                "irregular k%8==0 or k%32 in {3,5,6}; short: all; long: N=2^k only; "
+                                "few: all");
     benchmark::AddCustomContext("timed_runs", std::to_string(kRuns));
     std::string order = "memcpy";
     for (const Step& s : softmax::all_steps()) order += std::string(",") + s.name;

@@ -20,6 +20,8 @@ the sweep tables, the staircase and the top of the bandwidth chart use the grid.
                            removes memcpy's own ups and downs between neighbouring N.
   docs/img/staircase.png   each step's GB/s at N in STAIRCASE_NS, bars labelled with the ratio
                            to memcpy at that N
+  docs/img/long_rows.png   when the long or few sweeps were run: the ratio to memcpy against N on
+                           the long sweep, and bars for the few-rows shapes
 
 Markers (each alone on its line, outside fenced code; text outside them is never touched):
 
@@ -73,9 +75,10 @@ SWEEP_NS = (256, 512, 1024, 2048, 4096, 8192, 16384)   # rows of a sweep table
 STAIRCASE_NS = (1024, 4096, 16384)                     # bar groups of the staircase chart
 
 # The benchmark's sweeps (softmax_bench's names: <impl>/<sweep>/M:<M>/N:<N>).
-GRID, IRREGULAR, SHORT = "grid", "irregular", "short"
-SWEEPS = (GRID, IRREGULAR, SHORT)
-SWEEP_TITLES = {GRID: "grid", IRREGULAR: "irregular", SHORT: "short rows"}
+GRID, IRREGULAR, SHORT, LONG, FEW = "grid", "irregular", "short", "long", "few"
+SWEEPS = (GRID, IRREGULAR, SHORT, LONG, FEW)
+SWEEP_TITLES = {GRID: "grid", IRREGULAR: "irregular", SHORT: "short rows", LONG: "long rows",
+                FEW: "few rows"}
 # The columns of the sweep-summary table: (sweep, heading, which (M, N) belong).
 SUMMARY_BINS = (
     (GRID, "grid, N < 1024", lambda s: s[1] < 1024),
@@ -83,6 +86,8 @@ SUMMARY_BINS = (
     (IRREGULAR, "irregular, N < 1024", lambda s: s[1] < 1024),
     (IRREGULAR, "irregular, N ≥ 1024", lambda s: s[1] >= 1024),
     (SHORT, "short rows", lambda s: True),
+    (LONG, "long rows", lambda s: True),
+    (FEW, "few rows", lambda s: True),
 )
 # The final step's targets on the ratio to memcpy: (sweep, which points, selector, lowest ratio).
 RATIO_TARGETS = (
@@ -560,6 +565,8 @@ def check_targets(res: Results, step: str, extras: Sequence[Results] = ()) -> Li
     if any(res.sweep_points(sw, "cudnn") for sw in SWEEPS):
         for sweep in SWEEPS:
             mine, theirs = res.sweep_points(sweep, step), res.sweep_points(sweep, "cudnn")
+            if not theirs and not res.sweep_errors_of(sweep, "cudnn"):
+                continue  # the sweep is not in this run
             if res.ctx("final_step", "") == step and all(
                     not math.isnan(p.final_step_speedup) for p in theirs.values()):
                 values = {s: p.final_step_speedup for s, p in theirs.items()}
@@ -965,6 +972,84 @@ def draw_bandwidth(res: Results, extras: Sequence[Results], path: Path) -> None:
     plt.close(fig)
 
 
+def draw_long_rows(res: Results, extras: Sequence[Results], path: Path) -> bool:
+    """When the JSON has the long or few sweeps: the ratio to memcpy against N on the long sweep
+    (M*N = 2^27; aligned N solid, N + 3 dotted), and a bar per implementation for each few-rows
+    shape. Returns False (nothing drawn) when neither sweep was run."""
+    runs = [r for r in (res, *extras) if r.has_sweep(LONG) or r.has_sweep(FEW)]
+    if not runs:
+        return False
+    plt = _pyplot()
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(11, 10), gridspec_kw={"height_ratios": (1, 1)})
+    fig.subplots_adjust(top=0.92, hspace=0.35)
+    names: List[Tuple[Results, str]] = []
+    for r in runs:
+        for name in ([n for n in r.order if n != "memcpy"]):
+            if r.sweep_points(LONG, name) or r.sweep_points(FEW, name):
+                names.append((r, name))
+    cmap = plt.get_cmap("viridis")
+    steps = res.steps
+    def colour(r: Results, name: str, k: int):
+        if r is res and name in steps:
+            return cmap(0.85 * steps.index(name) / max(1, len(steps) - 1))
+        return ["0.45", "0.65", "tab:red", "tab:orange", "tab:brown", "tab:pink"][k % 6]
+    k_other = 0
+    ns_all: List[int] = []
+    for r, name in names:
+        pts = r.sweep_points(LONG, name)
+        if not pts:
+            continue
+        c = colour(r, name, k_other)
+        if not (r is res and name in steps):
+            k_other += 1
+        aligned = sorted(s for s in pts if s[1] % 4 == 0)
+        odd = sorted(s for s in pts if s[1] % 4 != 0)
+        if aligned:
+            ax.plot([n for _, n in aligned], [pts[s].ratio for s in aligned], color=c, marker="o",
+                    markersize=3.5, linewidth=1.6, label=name)
+            ns_all += [n for _, n in aligned]
+        if odd:
+            ax.plot([n - 3 for _, n in odd], [pts[s].ratio for s in odd], color=c, marker="x",
+                    markersize=4, linewidth=1.0, linestyle=":")
+    if ns_all:
+        _log2_axis(ax, ns_all)
+    ax.axhline(0.95, color="tab:green", linewidth=1, linestyle=":")
+    ax.set_ylim(0, 1.1)
+    ax.set_xlabel("N, columns per row (M = 2^27 / N rows, float32; log scale); dotted: N + 3")
+    ax.set_ylabel("ratio to memcpy of the same bytes")
+    ax.grid(True, alpha=0.3)
+    ax.set_title("long rows: M·N = 2^27 · " + chart_subtitle(res), fontsize=9, color="0.3")
+    shapes = sorted({s for r, name in names for s in r.sweep_points(FEW, name)},
+                    key=lambda s: (-s[1], s[0]))
+    if shapes:
+        width = 0.8 / max(1, len(names))
+        k_other = 0
+        for i, (r, name) in enumerate(names):
+            pts = r.sweep_points(FEW, name)
+            c = colour(r, name, k_other)
+            if not (r is res and name in steps):
+                k_other += 1
+            xs = [j + i * width for j, s in enumerate(shapes) if s in pts]
+            ax2.bar(xs, [pts[s].ratio for s in shapes if s in pts], width=width, color=c,
+                    label=name)
+        ax2.set_xticks([j + 0.4 - width / 2 for j in range(len(shapes))])
+        ax2.set_xticklabels([f"{m}x{n}" for m, n in shapes])
+    ax2.set_ylim(0, 1.1)
+    ax2.set_ylabel("ratio to memcpy of the same bytes")
+    ax2.grid(True, axis="y", alpha=0.3)
+    ax2.set_title("few rows", fontsize=9, color="0.3")
+    handles: Dict[str, object] = {}
+    for axis in (ax, ax2):
+        for h, l in zip(*axis.get_legend_handles_labels()):
+            handles.setdefault(l, h)
+    ax.legend(list(handles.values()), list(handles), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              fontsize=8, frameon=False)
+    fig.suptitle("Row-wise softmax: long rows and few rows", fontsize=13)
+    save(fig, path)
+    plt.close(fig)
+    return True
+
+
 def draw_staircase(res: Results, path: Path) -> bool:
     steps = res.steps
     groups = ["memcpy"] + steps
@@ -1064,6 +1149,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             suffix = f"_{gpu_slug(res.ctx('gpu_name'))}" if args.second_gpu else ""
             draw_bandwidth(res, extras, img / f"bandwidth{suffix}.png")
             draw_staircase(res, img / f"staircase{suffix}.png")
+            draw_long_rows(res, extras, img / f"long_rows{suffix}.png")
     except ToolError as e:
         print(f"plot_results.py: {e}", file=sys.stderr)
         return 2
