@@ -455,7 +455,9 @@ def render_gpu_table(args: str, md_path: Path, root: Path) -> str:
     """Each step's ratio to memcpy at N in STAIRCASE_NS on every GPU that has a JSON."""
     if args.strip():
         raise MarkerError(f"gpu-table: takes no arguments, got '{args.strip()}'")
-    runs = [load_results(p) for p in bench_jsons(root)]
+    # Only full runs: a filtered run (no grid points at these N) is not a GPU's column group.
+    runs = [r for r in (load_results(p) for p in bench_jsons(root))
+            if any(r.point(s, n) for s in r.steps for n in STAIRCASE_NS)]
     if not runs:
         raise MarkerError("gpu-table: no docs/results/bench_*.json")
     steps: List[str] = []
