@@ -110,7 +110,8 @@ def render(profile: Profile, args: str, md_path: Path, root: Path) -> str:
                          "issue slots busy %", "achieved occupancy %",
                          "registers / block / grid", "top stalls (cycles per issued instruction)"],
                         "lrrrrrrll", rows)
-    source = "; ".join(profile.header)
+    # The header's command line without its metric list (the paragraph above names the metrics).
+    source = "; ".join(h.split("  (ncu")[0] for h in profile.header)
     return "\n".join([
         table, "",
         "One verified launch of `build/softmax_profile STEP ROWS COLS` under `ncu --clock-control none` "
