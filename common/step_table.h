@@ -6,6 +6,7 @@
 // header link every step's kernel library (CMake's `softmax_all_steps`).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "common/softmax.h"
@@ -34,6 +35,13 @@ inline const std::vector<Step>& all_steps() {
   static const std::vector<Step> table = {SOFTMAX_STEP_TABLE(SOFTMAX_STEP_ENTRY)};
 #undef SOFTMAX_STEP_ENTRY
   return table;
+}
+
+// The step of the table named `name`, or nullptr.
+inline const Step* find_step(const std::string& name) {
+  for (const Step& s : all_steps())
+    if (name == s.name) return &s;
+  return nullptr;
 }
 
 }  // namespace softmax

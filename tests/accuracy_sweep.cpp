@@ -63,8 +63,7 @@ int main(int argc, char** argv) {
         const char* args[] = {program, "--rows", argv[++i]};
         rows = softmax::parse_args(3, args).rows;
       } else if (step == nullptr) {
-        for (const softmax::Step& s : softmax::all_steps())
-          if (arg == s.name) step = &s;
+        step = softmax::find_step(arg);
         if (step == nullptr) throw softmax::UsageError("no step named '" + arg + "'");
       } else {
         // The harness's own integer check; its messages name the option, here --cols.

@@ -202,12 +202,16 @@ cudaLaunchConfig_t cluster_config(int cluster, int64_t blocks, cudaStream_t stre
   return cfg;
 }
 
+// CTAs per row: enough for the row's float4 slots at `packs` float4 a thread, at least 2.
+int cluster_size(int cols, int packs) {
+  const int chunk = kThreads * packs;
+  return std::max(2, (cols / 4 + chunk - 1) / chunk);
+}
+
 template <int kPacks, bool kNext>
 void launch_packs(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
-  constexpr int kChunk = kThreads * kPacks;
   const int slots = cols / 4;
-  int cluster = (slots + kChunk - 1) / kChunk;
-  if (cluster < 2) cluster = 2;
+  const int cluster = cluster_size(cols, kPacks);
   if (cluster > kMaxCluster)
     throw std::invalid_argument("cluster_probe: a row of " + std::to_string(cols) +
                                 " floats needs more than 16 CTAs at --packs " +
@@ -231,8 +235,7 @@ void launch_packs(const float* x, float* y, int rows, int cols, cudaStream_t str
 
 // The clusters of this size that fit at once (cudaOccupancyMaxActiveClusters), for the report.
 int clusters_that_fit(int cols) {
-  const int chunk = kThreads * g_packs;
-  const int cluster = std::max(2, (cols / 4 + chunk - 1) / chunk);
+  const int cluster = cluster_size(cols, g_packs);
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = cluster_config(cluster, cluster, 0, &attr);
   int fit = 0;
@@ -334,10 +337,7 @@ int main(int argc, char** argv) {
   }
   const softmax::Step probe{"cluster_probe", "a row split across a thread block cluster", launch,
                             max_cols, traffic};
-  const softmax::Step* step07 = nullptr;
-  const std::vector<softmax::Step> steps = softmax::all_steps();
-  for (const softmax::Step& s : steps)
-    if (std::string(s.name) == "step07_persistent") step07 = &s;
+  const softmax::Step* step07 = softmax::find_step("step07_persistent");
   std::printf(
       "%s\ncluster_probe: 512 threads x %d float4 per CTA, %s, L2 flushed before each of "
       "%d timed launches, memcpy and step07 interleaved\n",
@@ -355,9 +355,7 @@ int main(int argc, char** argv) {
     softmax::TimingBuffers buf(most);
     softmax::Timer timer;
     for (const Shape& sh : shapes) {
-      const int slots = sh.cols / 4;
-      const int chunk = kThreads * g_packs;
-      const int cluster = std::max(2, (slots + chunk - 1) / chunk);
+      const int cluster = cluster_size(sh.cols, g_packs);
       if (sh.cols % 4 != 0 || cluster > kMaxCluster) {
         std::printf("%8d %8d %8s  not run: %s\n", sh.rows, sh.cols, "-",
                     sh.cols % 4 ? "N % 4 != 0" : "needs more than 16 CTAs");

@@ -549,8 +549,7 @@ struct Variant {
 };
 
 const softmax::Step& table_step(const char* name) {
-  for (const softmax::Step& s : softmax::all_steps())
-    if (std::string(s.name) == name) return s;
+  if (const softmax::Step* s = softmax::find_step(name)) return *s;
   throw std::runtime_error(std::string("no step named ") + name + " in the step table");
 }
 
