@@ -19,7 +19,8 @@
   X(step04_smem)              \
   X(step05_vectorized)        \
   X(step06_warp_shuffle)      \
-  X(step07_persistent)
+  X(step07_persistent)        \
+  X(step08_cluster)
 
 #define SOFTMAX_DECLARE_STEP(name) \
   namespace name {                 \

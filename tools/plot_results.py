@@ -96,6 +96,11 @@ RATIO_TARGETS = (
     (IRREGULAR, "N >= 1024", lambda s: s[1] >= 1024, 0.95),
     (IRREGULAR, "N < 1024", lambda s: s[1] < 1024, 0.90),
     (SHORT, "every shape", lambda s: True, 0.95),
+    (LONG, "N = 32768..262147", lambda s: 32768 <= s[1] <= 262147, 0.95),
+    (FEW, "64x262144", lambda s: tuple(s) == (64, 262144), 0.90),
+    (FEW, "8x1048576", lambda s: tuple(s) == (8, 1048576), 0.80),
+    (FEW, "1x1048576", lambda s: tuple(s) == (1, 1048576), 0.50),
+    (FEW, "32x16384, 128x4096", lambda s: tuple(s) in ((32, 16384), (128, 4096)), 0.85),
 )
 
 STEP_RE = re.compile(r"^step\d\d_\w+$")

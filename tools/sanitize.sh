@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # compute-sanitizer memcheck, racecheck, synccheck and initcheck on every step at 1823x781, plus
-# extra shapes given as arguments, plus (with --step07-paths) a built-in list that reaches every
-# dispatch path of step07. Each run is one verified launch (build/softmax_profile). Prints one
+# extra shapes given as arguments, plus (with --step07-paths, --step08-paths) a built-in list that
+# reaches every dispatch path of step07 or step08. Each run is one verified launch (build/softmax_profile). Prints one
 # summary line per run; exits 1 on any error.
 #
-#   tools/sanitize.sh [--step07-paths] [SHAPE ...]   (after: cmake --preset default && cmake --build build)
+#   tools/sanitize.sh [--step07-paths] [--step08-paths] [SHAPE ...]   (after: cmake --preset default && cmake --build build)
 #
 # SHAPE is STEP:ROWSxCOLS or STEP:ROWSxCOLS+XOFF+YOFF, e.g. step07_persistent:512x1000+1+2: x and y
 # placed XOFF and YOFF floats (0..3) past a 256-byte aligned allocation (softmax_profile's
@@ -40,11 +40,26 @@ step07_paths() {
     "$s:1024x61+1+2" "$s:512x1000+1+2" "$s:64x20000+1+2" "$s:4x70001+1+2" "$s:256x4096+0+3"
 }
 
+# step08_cluster's own paths as its launcher picks them on an H100 (tests/test_step08.cpp runs
+# every cluster size and grid group size by force): (g) clusters of 4, 6 and 8 CTAs, aligned and
+# not; (h) grid groups for few long rows and for rows longer than a 16-CTA cluster; rows longer
+# than the GPU holds (step07's path e); and a few of step07's paths as step08 copied them.
+step08_paths() {
+  local s=step08_cluster
+  printf '%s
+' \
+    "$s:200x65536" "$s:200x65539+1+1" "$s:100x98304+2+2" "$s:40x131075+3+3" \
+    "$s:2x1048579+1+1" "$s:8x262147" "$s:4x70002+2+2" "$s:16x20000" "$s:20x524288" \
+    "$s:1x4400003" "$s:4096x64" "$s:65536x127+1+1" "$s:1001x1031+3+3" "$s:256x8192+2+2" \
+    "$s:300x32771+1+1" "$s:8x65536+1+2"
+}
+
 runs=()
 for dir in step[0-9][0-9]_*/; do runs+=("${dir%/}:1823x781"); done
 for arg in "$@"; do
   case $arg in
     --step07-paths) mapfile -t -O "${#runs[@]}" runs < <(step07_paths) ;;
+    --step08-paths) mapfile -t -O "${#runs[@]}" runs < <(step08_paths) ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
     -*) echo "sanitize.sh: unknown option $arg (see --help)"; exit 2 ;;
     *) runs+=("$arg") ;;

@@ -29,6 +29,8 @@ Sweeps (benchmark names "<impl>/<sweep>/M:<M>/N:<N>/iterations:1/manual_time"):
   irregular  M = 4096, N = 97*k for k = 3..168 (N takes every residue mod 4: most rows start
              off a 16-byte boundary)
   short      M x N = 65536x32, 65536x64, 65536x128, 16384x256, 65536x61, 65536x127
+  long       M*N = 2^27 (512 MiB in, 512 MiB out): N = 2^14 ... 2^20, and each N + 3
+  few        M x N = 1x1048576, 8x1048576, 64x262144, 32x16384, 128x4096
 
 Method, as in common/timer.cu: each shape gets fresh seeded inputs (normal values and one planted
 peak per row). Before anything is timed, torch and triton are each checked against a softmax
@@ -82,17 +84,21 @@ EXIT_NO_GPU = 77
 SPIN_CYCLES = 100_000          # about 50 us at 2 GHz: covers the launch latency of Python
 SEED = 20240607
 
-# The three sweeps, as softmax_bench emits them: name -> list of (M, N).
+# The five sweeps, as softmax_bench emits them: name -> list of (M, N).
 SWEEPS: Dict[str, List[Tuple[int, int]]] = {
     "grid": [(4096, 128 * i) for i in range(2, 129)],
     "irregular": [(4096, 97 * k) for k in range(3, 169)],
     "short": [(65536, 32), (65536, 64), (65536, 128), (16384, 256), (65536, 61), (65536, 127)],
+    "long": [(1 << (27 - e), (1 << e) + d) for e in range(14, 21) for d in (0, 3)],
+    "few": [(1, 1048576), (8, 1048576), (64, 262144), (32, 16384), (128, 4096)],
 }
 # The "sweeps" context value, word for word as softmax_bench writes it.
 SWEEP_TEXT = {
     "grid": "grid: M=4096 N=128*i i=2..128",
     "irregular": "irregular: M=4096 N=97*k k=3..168",
     "short": "short: " + ",".join(f"{m}x{n}" for m, n in SWEEPS["short"]),
+    "long": "long: M*N=2^27 N=2^14..2^20 and N+3",
+    "few": "few: " + ",".join(f"{m}x{n}" for m, n in SWEEPS["few"]),
 }
 ROWS = 4096                    # the M of the grid sweep: the "rows" of the context
 

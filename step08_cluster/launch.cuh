@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// step08_cluster, host side: what the launcher knows about the device, and the persistent grid.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+
+#include "common/cuda_check.h"
+#include "long_rows.cuh"
+
+namespace step08_cluster {
+
+using KernelFn = void (*)(const float*, float*, int, int);
+
+struct DeviceInfo {
+  int sms = 0;
+  int64_t cache_slots = 0;  // the most slots path (d) holds in shared memory
+};
+
+// Looked up once per device. Path (d) may use all the opt-in shared memory (the default cap is
+// 48 KB) beside its static arrays.
+inline const DeviceInfo& device_info() {
+  static std::mutex mutex;
+  static std::unordered_map<int, DeviceInfo> info_by_device;  // references stay valid
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = info_by_device.find(device);
+  if (found != info_by_device.end()) return found->second;
+
+  DeviceInfo info;
+  CUDA_CHECK(cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, device));
+  int optin_bytes = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attributes{};
+  const KernelFn smem_kernel = smem_block_kernel<kLongRowThreads>;
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, smem_kernel));
+  const int dynamic_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
+  CUDA_CHECK(cudaFuncSetAttribute(smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  dynamic_bytes));
+  info.cache_slots = dynamic_bytes / static_cast<int>(sizeof(float4));
+  return info_by_device.emplace(device, info).first->second;
+}
+
+// Resident blocks per SM from the occupancy calculator, cached per device, kernel, block size and
+// dynamic shared memory (the answer depends on nothing else).
+template <typename Kernel>
+int blocks_per_sm(Kernel kernel, int threads, size_t smem_bytes) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, const void*, int, size_t>, int> cache;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  const auto key =
+      std::make_tuple(device, reinterpret_cast<const void*>(kernel), threads, smem_bytes);
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = cache.find(key);
+  if (found != cache.end()) return found->second;
+  int blocks = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem_bytes));
+  cache.emplace(key, blocks);
+  return blocks;
+}
+
+// The persistent launch: at most as many blocks as the GPU holds at once, balanced so that every
+// block gets the same number of rounds (4096 rows on 132 resident blocks would give 4 blocks a
+// 32nd row while 128 idle; 128 blocks of 32 rows each finish together), with at least
+// `min_rounds` rounds per block. `work_blocks` is how many blocks one round of all rows takes.
+inline void launch_persistent(KernelFn kernel, int threads, size_t smem_bytes, int64_t work_blocks,
+                              const float* x, float* y, int rows, int cols, cudaStream_t stream,
+                              int64_t min_rounds = 1) {
+  const int per_sm = std::max(1, blocks_per_sm(kernel, threads, smem_bytes));
+  const int64_t resident = int64_t(device_info().sms) * per_sm;
+  const int64_t rounds = std::max((work_blocks + resident - 1) / resident, min_rounds);
+  const auto blocks = static_cast<unsigned>((work_blocks + rounds - 1) / rounds);
+  kernel<<<blocks, threads, smem_bytes, stream>>>(x, y, rows, cols);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace step08_cluster

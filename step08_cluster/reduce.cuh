@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+// step08_cluster: the exponential and the reductions every mapping shares.
+#pragma once
+
+#include <cmath>
+
+namespace step08_cluster {
+
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// The exponential of every path: the hardware approximation __expf (exp2 of x*log2(e) on the
+// special-function unit, two instructions instead of the dozen or so of an accurate expf). The
+// CUDA programming guide bounds its error by 2 + 1.17*|x| ulp: under 1e-6 relative where
+// exp(x - max) >= 1e-3 and under 7e-6 down to x - max = -100, inside the 1e-5 tolerance. -inf
+// gives 0 and NaN stays NaN. It was the largest single gain of the tuning (docs/notes/step07.md,
+// change 3).
+__device__ __forceinline__ float exp_(float x) { return __expf(x); }
+
+// exp(part_max - max_val), the factor that moves a partial sum onto a larger max. Equal maxima
+// give 1 even when both are infinite: partials that saw only -inf (sum 0) or only NaN (sum NaN)
+// merge to 0 or NaN, never to exp(-inf - -inf) = NaN. A +inf max needs no care: the partial that
+// saw it already has sum NaN (exp(inf - inf)), and the merge keeps it.
+__device__ __forceinline__ float rescale(float part_max, float max_val) {
+  return part_max == max_val ? 1.f : exp_(part_max - max_val);
+}
+
+// Merges the partial (other_max, other_sum) into (max_val, sum). __fadd_rn keeps the compiler from
+// fusing one product into an FMA, so merge(a, b) and merge(b, a) round alike and both lanes of a
+// butterfly step end with bit-identical results.
+__device__ __forceinline__ void merge(float& max_val, float& sum, float other_max,
+                                      float other_sum) {
+  const float new_max = fmaxf(max_val, other_max);
+  sum = __fadd_rn(sum * rescale(max_val, new_max), other_sum * rescale(other_max, new_max));
+  max_val = new_max;
+}
+
+// Butterfly over groups of kGroup lanes (a power of two <= 32): after log2(kGroup) steps every
+// lane of a group holds the group's max (kMax) or sum. a + b and b + a round alike, so all lanes
+// agree. All 32 lanes must call it together.
+template <int kGroup, bool kMax>
+__device__ __forceinline__ float group_all_reduce(float v) {
+#pragma unroll
+  for (int offset = kGroup / 2; offset > 0; offset /= 2) {
+    const float other = __shfl_xor_sync(kFullMask, v, offset);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  return v;
+}
+
+// The same butterfly for (max, sum) pairs, over the whole warp: for partials taken against
+// different maxima (the shared-memory and two-pass kernels).
+__device__ __forceinline__ void warp_reduce_pair(float& max_val, float& sum) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const float other_max = __shfl_xor_sync(kFullMask, max_val, offset);
+    const float other_sum = __shfl_xor_sync(kFullMask, sum, offset);
+    merge(max_val, sum, other_max, other_sum);
+  }
+}
+
+// Block-wide max or sum that leaves the result in every thread: a butterfly in each warp, one
+// value per warp through shared memory, one barrier, and a butterfly over the kWarps values (each
+// group of kWarps lanes reads all of them). `slots` holds kWarps floats. A block that reduces
+// twice per row (max, then sum) uses two slot arrays: every warp passes the sum's barrier after
+// reading the max slots and vice versa, so neither is rewritten while still being read.
+template <int kThreads, bool kMax>
+__device__ __forceinline__ float block_all_reduce(float v, float* slots) {
+  constexpr int kWarps = kThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  v = group_all_reduce<kWarpSize, kMax>(v);
+  if (lane == 0) slots[threadIdx.x / kWarpSize] = v;
+  __syncthreads();
+  return group_all_reduce<kWarps, kMax>(slots[lane % kWarps]);
+}
+
+// The block-wide (max, sum) pair: warp butterflies, one pair per warp through shared memory, one
+// barrier, a second butterfly. A persistent block reduces once per row, so `pairs` (two arrays
+// of kWarps) alternates by row parity: a warp racing ahead to the next row writes the other
+// array, never the one a slower warp may still be reading (it cannot get two rows ahead: that
+// needs the next row's barrier, which waits for the slow warp).
+template <int kThreads>
+__device__ __forceinline__ void block_reduce_pair(float& max_val, float& sum, float2* pairs) {
+  constexpr int kWarps = kThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  warp_reduce_pair(max_val, sum);
+  if (lane == 0) pairs[threadIdx.x / kWarpSize] = make_float2(max_val, sum);
+  __syncthreads();
+  const float2 pair = lane < kWarps ? pairs[lane] : make_float2(-INFINITY, 0.f);
+  max_val = pair.x;
+  sum = pair.y;
+  warp_reduce_pair(max_val, sum);
+}
+
+// Max and exp over values a thread holds in registers (K of them, or kPacks slots of kVec).
+// fmaxf skips NaN, but a NaN still reaches the sum through exp and makes the row NaN.
+template <int K>
+__device__ __forceinline__ float max_of(const float (&v)[K]) {
+  float m = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < K; ++i) m = fmaxf(m, v[i]);
+  return m;
+}
+template <int kPacks, int kVec>
+__device__ __forceinline__ float max_of(const float (&v)[kPacks][kVec]) {
+  float m = -INFINITY;
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) m = fmaxf(m, max_of(v[p]));
+  return m;
+}
+
+// Once the max is known: one exp per element, kept in place for the store; returns their sum.
+// With max -inf (a row of only -inf) this is exp(NaN): the row comes out NaN, as in torch; a +inf
+// gives exp(inf - inf) = NaN likewise. Padding (-inf) gives 0.
+template <int K>
+__device__ __forceinline__ float exp_in_place(float (&v)[K], float max_val) {
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < K; ++i) {
+    v[i] = exp_(v[i] - max_val);
+    sum += v[i];
+  }
+  return sum;
+}
+template <int kPacks, int kVec>
+__device__ __forceinline__ float exp_in_place(float (&v)[kPacks][kVec], float max_val) {
+  float sum = 0.f;
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) sum += exp_in_place(v[p], max_val);
+  return sum;
+}
+
+template <int K>
+__device__ __forceinline__ void scale(float (&v)[K], float factor) {
+#pragma unroll
+  for (int i = 0; i < K; ++i) v[i] *= factor;
+}
+
+}  // namespace step08_cluster

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+// step08_cluster: rows longer than one SM holds, and few rows, split over several SMs.
+//
+// What changed: step07 gives a row at most one block, so a row past ~16K floats no longer fits in
+// one SM's registers (it went through shared memory, one row per block with nothing overlapping
+// its load, or was read twice), and a matrix of few rows left most SMs idle. Here such rows are
+// split over K CTAs on K SMs (split_rows.cuh draws it): each CTA holds its part in registers, the
+// K CTAs exchange one (max, sum) pair each, and every element is read once and written once.
+// On Hopper, K <= 16 CTAs form a thread block cluster and exchange through distributed shared
+// memory (path g); more CTAs per row, or rows longer than a 16-CTA cluster holds, exchange
+// through global memory inside a cooperative grid (path h). Everything else is step07's, copied
+// forward (diff -r step07_persistent step08_cluster).
+//
+// The dispatch, by B = N/4 (rounded down), the most float4 body slots a row can have:
+//
+// | path | B             | N          | mapping                                  | file           |
+// | (g)  | > 4096, or few rows | >16387 | a cluster of K = 2..16 CTAs per row     | split_rows.cuh |
+// | (h)  | few long rows, or > 16 CTAs | | K CTAs of a cooperative grid per row    | split_rows.cuh |
+// | (a') | unaligned     | 65..131    | a tile of rows through shared memory     | tile_rows.cuh  |
+// | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each   | warp_rows.cuh  |
+// | (b)  | <= 288        | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
+// | (c)  | <= 4096       | <= 16387   | a block per row, in registers            | block_rows.cuh |
+// | (d)  | fits in smem  | <= ~58K    | a block per row, in shared memory        | long_rows.cuh  |
+// | (e)  | longer        |            | a block per row, read twice              | long_rows.cuh  |
+// | (f)  | x, y not aligned alike     | (e) with 4-byte accesses                 | long_rows.cuh  |
+//
+//   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
+//   why): without them, and for rows longer than the whole GPU holds in registers (about 4.3M
+//   floats on an H100), every shape runs step07's paths (a)-(f), whose reasons follow.
+//   (a) a full warp on a row of 32 floats would
+//   leave 24 of 32 lanes idle. (a') unaligned rows of 65-131 floats lose more to the per-row head
+//   and tail than a tile copy through shared memory costs (change 15). (b) and the 32-lane groups
+//   of (a) keep the next row's loads in flight while they reduce the current one (change 13),
+//   except at 4 slots per lane (one wave measured faster); smaller groups measured better without
+//   (change 14). Matrices of 1.5 waves of blocks or more (many short rows) skip the persistent
+//   grid: one row per group, the hardware scheduler dealing out blocks, measured up to 6% faster
+//   there (65536x32 and 64 within 1%) and up to 5% slower on 4096-row matrices (change 16). (c)
+//   takes over at 289 slots, where a 128-thread block per row measured faster than a warp holding
+//   10-16 slots a lane (change 15); one block per row, not persistent (change 7: the hardware
+//   scheduler beat a persistent grid by 3-6%). (d)-(f) exist so that every N >= 1 works; rows that
+//   long are the next step's subject. Matrices whose rows all start on a boundary (x aligned, N % 4
+//   == 0) run (a)-(c) with head and tail compiled out (kAligned): the split's index arithmetic cost
+//   up to 6% on short rows (change 14).
+// Fast math: __expf (reduce.cuh says why its error fits the 1e-5 tolerance). No other.
+// Traffic:  (a)-(d), (g), (h) read 1 and write 1 per element, 8*M*N bytes, the ideal. (e) and (f)
+//           read twice, 12*M*N bytes modeled.
+// Run:      ./build/step08_cluster/step08_cluster   (--help for options)
+#include <cstdint>
+#include <type_traits>
+
+#include "block_rows.cuh"
+#include "common/softmax.h"
+#include "launch.cuh"
+#include "long_rows.cuh"
+#include "split.h"
+#include "tile_rows.cuh"
+#include "warp_rows.cuh"
+
+namespace step08_cluster {
+
+// Calls f(std::integral_constant<int, P>) for the smallest P in [kLo, kHi] with packs <= P (kHi
+// when none): one instantiation per slot count a lane or thread may hold.
+template <int kLo, int kHi, typename F>
+void with_packs(int64_t packs, F&& f) {
+  if constexpr (kLo == kHi) {
+    f(std::integral_constant<int, kLo>{});
+  } else if (packs <= kLo) {
+    f(std::integral_constant<int, kLo>{});
+  } else {
+    with_packs<kLo + 1, kHi>(packs, f);
+  }
+}
+
+// (a) and (b). A matrix of at least 1.5 waves of blocks gets a block per group of rows, one row
+// per group, and the hardware's block scheduler (as path c); a smaller one a persistent grid
+// where, for whole warps at every slot count but 4, the next row is in flight (see the header).
+template <int kGroup, int kPacks, bool kAligned>
+void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  constexpr bool kNextInFlight = kPacks != 4 && kGroup == kWarpSize;
+  constexpr int kRowsPerBlock = kWarpThreads / kGroup;
+  const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
+  const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
+  const int64_t resident =
+      int64_t(device_info().sms) * std::max(1, blocks_per_sm(one_row, kWarpThreads, 0));
+  if (2 * work_blocks >= 3 * resident) {
+    one_row<<<static_cast<unsigned>(work_blocks), kWarpThreads, 0, stream>>>(x, y, rows, cols);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
+  launch_persistent(warp_rows_kernel<kGroup, kPacks, kNextInFlight, kAligned>, kWarpThreads, 0,
+                    work_blocks, x, y, rows, cols, stream, kNextInFlight ? 2 : 1);
+}
+
+// (a): the group is the smallest power of two that gives each lane one slot.
+template <bool kAligned>
+void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols,
+                     cudaStream_t stream) {
+  if (slots <= 1) return launch_warp_rows<1, 1, kAligned>(x, y, rows, cols, stream);
+  if (slots <= 2) return launch_warp_rows<2, 1, kAligned>(x, y, rows, cols, stream);
+  if (slots <= 4) return launch_warp_rows<4, 1, kAligned>(x, y, rows, cols, stream);
+  if (slots <= 8) return launch_warp_rows<8, 1, kAligned>(x, y, rows, cols, stream);
+  if (slots <= 16) return launch_warp_rows<16, 1, kAligned>(x, y, rows, cols, stream);
+  return launch_warp_rows<32, 1, kAligned>(x, y, rows, cols, stream);
+}
+
+// (a'): one tile of rows per block, a warp per row (N <= 131).
+template <int kPerLane>
+void launch_tile(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  const int per_tile = tile_rows(cols);
+  const int64_t tiles = (int64_t(rows) + per_tile - 1) / per_tile;
+  tile_rows_kernel<kPerLane>
+      <<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(x, y, rows, cols, per_tile);
+  CUDA_CHECK_LAUNCH();
+}
+
+// (c): kPacks slots per thread, just enough to cover the row (padding slots would cost exps).
+template <int kThreads, bool kAligned>
+void launch_register_block(int64_t slots, const float* x, float* y, int rows, int cols,
+                           cudaStream_t stream) {
+  const int64_t packs = (slots + kThreads - 1) / kThreads;
+  with_packs<3, 16>(packs, [&](auto p) {
+    register_block_kernel<kThreads, decltype(p)::value, kAligned>
+        <<<rows, kThreads, 0, stream>>>(x, y, rows, cols);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+// (e) and (f): a block per row.
+template <int kVec>
+void launch_two_pass(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  launch_persistent(two_pass_kernel<kLongRowThreads, kVec>, kLongRowThreads, 0, rows, x, y, rows,
+                    cols, stream);
+}
+
+// (a)-(c): the row in registers. kAligned compiles the head and the tail out.
+template <bool kAligned>
+void launch_in_registers(int64_t slots, const float* x, float* y, int rows, int cols,
+                         cudaStream_t stream) {
+  if (slots <= kWarpSize) return launch_sub_warp<kAligned>(slots, x, y, rows, cols, stream);  // (a)
+  if (slots <= kWarpSize * kWarpMaxPacks) {                                                   // (b)
+    return with_packs<2, kWarpMaxPacks>((slots + kWarpSize - 1) / kWarpSize, [&](auto p) {
+      launch_warp_rows<kWarpSize, decltype(p)::value, kAligned>(x, y, rows, cols, stream);
+    });
+  }
+  if (slots <= 128 * 16)
+    return launch_register_block<128, kAligned>(slots, x, y, rows, cols, stream);
+  launch_register_block<256, kAligned>(slots, x, y, rows, cols, stream);  // (c)
+}
+
+void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  softmax::check_launch_args("step08_cluster", x, y, rows, cols, softmax::kNoColLimit);
+  const auto ux = reinterpret_cast<uintptr_t>(x), uy = reinterpret_cast<uintptr_t>(y);
+  // (f) x and y do not share their 16-byte boundaries.
+  if ((ux - uy) % 16 != 0) return launch_two_pass<1>(x, y, rows, cols, stream);
+  // (g) and (h): long rows, and few rows, over several SMs.
+  const SplitPlan plan = plan_split(rows, cols);
+  if (plan.path != Split::kNone) return launch_split(plan, x, y, rows, cols, stream);
+  // The most body slots a row can have, whatever its alignment: floor(N/4).
+  const int64_t slots = cols / 4;
+  const bool aligned = ux % 16 == 0 && cols % 4 == 0;
+  if (!aligned && cols > 64 && cols <= 131) {  // (a')
+    return cols <= 128 ? launch_tile<4>(x, y, rows, cols, stream)
+                       : launch_tile<5>(x, y, rows, cols, stream);
+  }
+  if (slots <= 256 * 16) {
+    if (aligned) return launch_in_registers<true>(slots, x, y, rows, cols, stream);
+    return launch_in_registers<false>(slots, x, y, rows, cols, stream);
+  }
+  if (slots <= device_info().cache_slots) {  // (d)
+    const KernelFn kernel = smem_block_kernel<kLongRowThreads>;
+    return launch_persistent(kernel, kLongRowThreads, slots * sizeof(float4), rows, x, y, rows,
+                             cols, stream);
+  }
+  launch_two_pass<4>(x, y, rows, cols, stream);  // (e)
+}
+
+int max_cols() { return softmax::kNoColLimit; }
+
+// Rows that neither a split nor shared memory holds are read twice. (The model assumes x and y
+// aligned alike, and many rows: (h) takes rows of up to the GPU's resident CTAs x 4096 slots.)
+softmax::Traffic traffic(int cols) {
+  const int64_t slots = cols / 4;
+  if (slots <= device_info().cache_slots) return {1, 1, 0, 0};
+  if (clusters_usable() && slots <= int64_t(device_info().sms) * 2 * 4096) return {1, 1, 0, 0};
+  return {2, 1, 0, 0};
+}
+
+const softmax::Step& step() {
+  static const softmax::Step s{"step08_cluster",
+                               "long rows and few rows split over a thread block cluster or a grid",
+                               launch, max_cols, traffic};
+  return s;
+}
+
+}  // namespace step08_cluster

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+// step08_cluster, host side of paths (g) and (h): which rows are split, over how many CTAs, and
+// the launch (cudaLaunchKernelEx with a cluster dimension, or a cooperative grid).
+#include "split.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "common/cuda_check.h"
+#include "launch.cuh"
+#include "split_rows.cuh"
+
+namespace step08_cluster {
+namespace {
+
+std::atomic<bool> g_clusters_on{true};
+
+constexpr int kSlotsPerCta = kSplitThreads * 8;  // the most a part holds: 8 float4 a thread
+
+// Calls f(std::integral_constant<int, P>) for the smallest P of 1, 2, 4, 8 with packs <= P.
+template <typename F>
+void with_split_packs(int packs, F&& f) {
+  if (packs <= 1) return f(std::integral_constant<int, 1>{});
+  if (packs <= 2) return f(std::integral_constant<int, 2>{});
+  if (packs <= 4) return f(std::integral_constant<int, 4>{});
+  f(std::integral_constant<int, 8>{});
+}
+
+size_t stage_bytes(int packs) { return size_t(packs) * kSplitThreads * sizeof(float4); }
+
+// The kernels' attributes, set once per device and kernel: the stage may pass the 48 KB default,
+// and (g) may form clusters of 9-16 CTAs.
+template <typename Kernel>
+void prepare(Kernel kernel, int packs, bool cluster) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, bool> done;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!done.emplace(std::make_pair(device, reinterpret_cast<const void*>(kernel)), true).second)
+    return;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(stage_bytes(packs))));
+  if (cluster)
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+}
+
+// The launch configuration of a plan; `attr` must outlive it.
+cudaLaunchConfig_t config(const SplitPlan& plan, cudaStream_t stream, cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(plan.groups * plan.parts));
+  cfg.blockDim = dim3(kSplitThreads);
+  cfg.dynamicSmemBytes = stage_bytes(plan.packs);
+  cfg.stream = stream;
+  if (plan.path == Split::kCluster) {
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = static_cast<unsigned>(plan.parts);
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
+  } else {
+    attr->id = cudaLaunchAttributeCooperative;  // every CTA resident: the spin barrier is safe
+    attr->val.cooperative = 1;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+// How many clusters (g) or groups (h) of plan.parts CTAs fit on the GPU at once. Cached.
+int64_t groups_that_fit(const SplitPlan& plan) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, int, int>, int64_t> cache;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  const auto key = std::make_tuple(device, int(plan.path), plan.parts, plan.packs);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto found = cache.find(key);
+    if (found != cache.end()) return found->second;
+  }
+  int64_t fit = 0;
+  with_split_packs(plan.packs, [&](auto p) {
+    constexpr int P = decltype(p)::value;
+    if (plan.path == Split::kCluster) {
+      const auto kernel = cluster_rows_kernel<P>;
+      prepare(kernel, P, true);
+      SplitPlan one = plan;
+      one.groups = 1;
+      cudaLaunchAttribute attr;
+      const cudaLaunchConfig_t cfg = config(one, 0, &attr);
+      int clusters = 0;
+      CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+      fit = clusters;
+    } else {
+      const auto kernel = grid_rows_kernel<P>;
+      prepare(kernel, P, false);
+      const int64_t ctas = int64_t(device_info().sms) *
+                           blocks_per_sm(kernel, kSplitThreads, stage_bytes(P));
+      fit = std::min<int64_t>(ctas, kMaxGridCtas) / plan.parts;
+    }
+  });
+  std::lock_guard<std::mutex> lock(mutex);
+  cache.emplace(key, fit);
+  return fit;
+}
+
+}  // namespace
+
+bool clusters_usable() {
+  if (!g_clusters_on.load()) return false;
+  int device = 0, major = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major >= 9;
+}
+
+void use_clusters(bool on) { g_clusters_on.store(on); }
+
+std::string cluster_report() {
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  const std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  if (major < 9)
+    return "thread block clusters: not on this GPU (" + arch +
+           "; they need sm_90): every shape runs step07's paths";
+  if (!g_clusters_on.load()) return "thread block clusters: turned off; step07's paths only";
+  return "thread block clusters: available (" + arch +
+         "): long rows and few rows are split over several SMs (paths g, h)";
+}
+
+SplitPlan make_split(Split path, int parts, int rows, int cols) {
+  const auto refuse = [&](const std::string& why) {
+    throw std::invalid_argument("step08_cluster: cannot split rows of " + std::to_string(cols) +
+                                " floats over " + std::to_string(parts) + " CTAs: " + why);
+  };
+  if (path == Split::kNone) refuse("no split path given");
+  if (parts < 2) refuse("a split needs at least 2 CTAs");
+  if (path == Split::kCluster && parts > kMaxClusterCtas) refuse("a cluster holds at most 16");
+  if (!clusters_usable()) refuse("thread block clusters are not in use on this device");
+  SplitPlan plan;
+  plan.path = path;
+  plan.parts = parts;
+  const int64_t slots = cols / 4;
+  plan.chunk = static_cast<int>((slots + parts - 1) / parts);
+  const int packs = (plan.chunk + kSplitThreads - 1) / kSplitThreads;
+  if (packs > 8) refuse("a part would need more than 8 float4 per thread");
+  with_split_packs(std::max(packs, 1), [&](auto p) { plan.packs = decltype(p)::value; });
+  const int64_t fit = groups_that_fit(plan);
+  if (fit < 1) refuse("not even one group of them fits on the GPU at once");
+  // Balanced: every cluster or group takes the same number of rows (or one fewer).
+  const int64_t rounds = (rows + fit - 1) / fit;
+  plan.groups = (rows + rounds - 1) / rounds;
+  return plan;
+}
+
+// The choices, each measured on the H100 (docs/notes/step08.md, experiments 1 and 2):
+//  - rows of up to 16K floats stay on step07's paths: split over 2-16 CTAs, 32x16384 and 128x4096
+//    ran at 0.47-0.54 of memcpy against step07's 0.69 and 0.86;
+//  - so do rows that step07's path (d) holds in one SM's shared memory, when there are rows for
+//    every SM: at 4096x32768 a cluster of 2 measured 0.90-0.92 against (d)'s 0.93;
+//  - longer rows: a cluster of K = 2..8 CTAs (8 float4 a thread) when there are rows for at least
+//    one round of clusters; 16-CTA clusters measured slower than a grid group of 16 (0.83 against
+//    0.87 at 512x262144, 0.75 against 0.83 at 64x262144), so K > 8 and few rows take path (h);
+//  - few rows: K as large as spreads the rows over every resident CTA, but at least 4 float4 a
+//    thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32).
+SplitPlan plan_split(int rows, int cols) {
+  if (!clusters_usable()) return {};
+  const int64_t slots = cols / 4;
+  if (slots <= 4096) return {};
+  const int sms = device_info().sms;
+  if (slots <= device_info().cache_slots && rows >= sms) return {};
+  const int64_t ctas = int64_t(sms) * 2;  // 512-thread CTAs resident at once
+  const int64_t need = std::max<int64_t>(2, (slots + kSlotsPerCta - 1) / kSlotsPerCta);
+  if (need <= 8) {
+    SplitPlan c = make_split(Split::kCluster, static_cast<int>(need), rows, cols);
+    if (rows >= groups_that_fit(c)) return c;
+  }
+  if (need > ctas) return {};  // longer than the whole GPU holds: read twice (path e)
+  const int64_t wide = std::min(ctas / rows, (slots + 2047) / 2048);
+  return make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
+}
+
+void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
+                  cudaStream_t stream) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = config(plan, stream, &attr);
+  with_split_packs(plan.packs, [&](auto p) {
+    constexpr int P = decltype(p)::value;
+    if (plan.path == Split::kCluster) {
+      const auto kernel = cluster_rows_kernel<P>;
+      prepare(kernel, P, true);
+      CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.chunk));
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
+    // Path (h)'s exchange area is one per device: grid launches on different streams must not
+    // run at the same time, so each waits for the one before it.
+    static std::mutex mutex;
+    static std::map<int, cudaEvent_t> last;
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    std::lock_guard<std::mutex> lock(mutex);
+    cudaEvent_t& done = last[device];
+    if (done == nullptr) {
+      CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    } else {
+      CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
+    }
+    const auto kernel = grid_rows_kernel<P>;
+    prepare(kernel, P, false);
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk));
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaEventRecord(done, stream));
+  });
+}
+
+std::string describe(const SplitPlan& plan) {
+  if (plan.path == Split::kNone) return "not split";
+  return std::string(plan.path == Split::kCluster ? "cluster" : "grid") +
+         " K=" + std::to_string(plan.parts) + " P=" + std::to_string(plan.packs) +
+         " groups=" + std::to_string(plan.groups);
+}
+
+}  // namespace step08_cluster

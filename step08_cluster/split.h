@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// step08_cluster: the plan of a row split over several CTAs (paths g and h, split_rows.cuh), for
+// the launcher and for the tests and tools that run a given path and CTA count.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+namespace step08_cluster {
+
+enum class Split { kNone, kCluster, kGrid };
+
+struct SplitPlan {
+  Split path = Split::kNone;  // kNone: the row is not split (one of step07's paths takes it)
+  int parts = 0;              // K: CTAs per row (the cluster size for kCluster)
+  int packs = 0;              // float4 slots per thread: 1, 2, 4 or 8
+  int chunk = 0;              // body slots per part
+  int64_t groups = 0;         // clusters or groups launched (each loops over rows)
+};
+
+// Clusters can be used: the current device is sm_90 or later, and use_clusters(false) has not
+// turned them off. Without them every shape runs one of step07's paths.
+bool clusters_usable();
+// Tests: turns paths (g) and (h) off (or back on) for this process, to run the fallback.
+void use_clusters(bool on);
+// One line for the program's output: whether clusters are used on this device, and why not.
+std::string cluster_report();
+
+// The launcher's choice for a rows x cols matrix (path kNone: not split).
+SplitPlan plan_split(int rows, int cols);
+// A given path and K for rows x cols, as the launcher would size it. Throws std::invalid_argument
+// naming the reason when that split cannot run (K out of range, a part too long for 8 float4 per
+// thread, no clusters, not enough resident CTAs).
+SplitPlan make_split(Split path, int parts, int rows, int cols);
+// Launches a plan from plan_split or make_split (x and y as the step's launcher checks them).
+void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
+                  cudaStream_t stream);
+// "cluster K=4 P=8 groups=62", for reports.
+std::string describe(const SplitPlan& plan);
+
+}  // namespace step08_cluster

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+// step08_cluster's split paths one by one: every cluster size 2..16 (path g), groups of 2..200
+// CTAs of a cooperative grid (path h), every float4 count per thread, N % 4 in {0, 1, 2, 3}, x and
+// y off 16-byte boundaries, the row's maximum or its only finite value at either end of the row
+// (in the last CTA's part or its tail), more rows than clusters or groups (the persistent loop),
+// and the launcher's own choice including rows longer than the GPU holds and the fallback to
+// step07's paths with clusters turned off. Without a CUDA device each test reports SKIPPED; on a
+// GPU without clusters (before sm_90) the forced-path tests report SKIPPED and the fallback test
+// runs.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/data.h"
+#include "common/step_table.h"
+#include "common/verify.h"
+#include "gpu_test.h"
+#include "step08_cluster/split.h"
+
+namespace softmax {
+namespace {
+
+using step08_cluster::Split;
+using step08_cluster::SplitPlan;
+
+// A Step whose launcher runs one given split (path and K), sized as the step would size it.
+Split g_path = Split::kNone;
+int g_parts = 0;
+void forced_launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  check_launch_args("step08 forced split", x, y, rows, cols, kNoColLimit);
+  step08_cluster::launch_split(step08_cluster::make_split(g_path, g_parts, rows, cols), x, y,
+                               rows, cols, stream);
+}
+int no_limit() { return kNoColLimit; }
+Traffic ideal(int) { return kIdealTraffic; }
+const Step kForced{"step08_forced_split", "one split path", forced_launch, no_limit, ideal};
+
+struct Case {
+  Split path;
+  int parts, rows, cols, x_offset, y_offset;
+};
+
+std::string case_name(const Case& c) {
+  return std::string(c.path == Split::kCluster ? "cluster" : "grid") + std::to_string(c.parts) +
+         "_" + std::to_string(c.rows) + "x" + std::to_string(c.cols) + "_x" +
+         std::to_string(c.x_offset) + "y" + std::to_string(c.y_offset);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  // Every cluster size, 2 float4 a thread and N % 4 == 3, rows off 16-byte boundaries.
+  for (int k = 2; k <= 16; ++k) out.push_back({Split::kCluster, k, 12, k * 4096 + 3, 1, 1});
+  // Every float4 count per thread (1, 2, 4, 8) at every N % 4, for both paths.
+  for (Split path : {Split::kCluster, Split::kGrid})
+    for (int packs : {1, 2, 4, 8})
+      for (int r = 0; r < 4; ++r)
+        out.push_back({path, 4, 12, 4 * 2048 * packs - 4 + r, r == 0 ? 0 : 3, r == 0 ? 0 : 3});
+  // Groups of many CTAs, and few groups (so each loops over several rows).
+  for (int k : {2, 7, 33, 64, 128, 200}) out.push_back({Split::kGrid, k, 12, k * 2048 + 1, 2, 2});
+  // More rows than clusters fit at once: the persistent loop, the parity of the exchange slots.
+  out.push_back({Split::kCluster, 2, 300, 8192 + 2, 0, 0});
+  out.push_back({Split::kCluster, 16, 40, 16 * 8192, 0, 0});
+  // Parts that get no body slots at all (a row shorter than K slots): only the edges matter.
+  out.push_back({Split::kCluster, 8, 12, 21, 1, 1});
+  out.push_back({Split::kGrid, 8, 12, 7, 3, 3});
+  return out;
+}
+
+class Step08Split : public testing::GpuTest<::testing::TestWithParam<Case>> {};
+
+TEST_P(Step08Split, MatchesReference) {
+  if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
+  const Case& c = GetParam();
+  g_path = c.path;
+  g_parts = c.parts;
+  ::testing::Test::RecordProperty(
+      "plan", step08_cluster::describe(step08_cluster::make_split(c.path, c.parts, c.rows, c.cols)));
+  for (InputKind kind : {InputKind::kNormal, InputKind::kNonFinite, InputKind::kMaxAtEnds,
+                         InputKind::kOneFiniteAtEnds}) {
+    const VerifyResult r =
+        check_step(kForced, c.rows, c.cols, kind, next_seed(), {c.x_offset, c.y_offset});
+    EXPECT_TRUE(r.ok()) << case_name(c) << " " << to_string(kind) << ": " << r.report();
+  }
+}
+
+// CTest names: step08/Step08Split.MatchesReference/cluster4_12x8189_x3y3 and so on.
+INSTANTIATE_TEST_SUITE_P(step08, Step08Split, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return case_name(info.param);
+                         });
+
+// The launcher's own choice on shapes that reach each of its branches, at every pair of x and y
+// offsets for one of them (offsets that differ modulo 4 floats go to step07's 4-byte path f).
+class Step08Dispatch : public testing::GpuTest<> {};
+
+TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
+  const Step* step = find_step("step08_cluster");
+  ASSERT_NE(step, nullptr);
+  struct Shape {
+    int rows, cols;
+  };
+  // 2x1048579: few long rows (grid); 40x131075: a cluster of 8; 300x32771: step07's path (d);
+  // 1x4400003: longer than the GPU holds in registers (two passes); 16x20000: few mid rows.
+  for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{300, 32771},
+                        Shape{1, 4400003}, Shape{16, 20000}}) {
+    ::testing::Test::RecordProperty(
+        std::to_string(s.rows) + "x" + std::to_string(s.cols),
+        step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
+    for (InputKind kind : {InputKind::kNormal, InputKind::kMaxAtEnds}) {
+      const VerifyResult r = check_step(*step, s.rows, s.cols, kind, next_seed(), {1, 1});
+      EXPECT_TRUE(r.ok()) << s.rows << "x" << s.cols << " " << to_string(kind) << ": "
+                          << r.report();
+    }
+  }
+  for (int xo = 0; xo < 4; ++xo)
+    for (int yo = 0; yo < 4; ++yo) {
+      const VerifyResult r = check_step(*step, 3, 300001, InputKind::kMaxAtEnds, next_seed(),
+                                        {xo, yo});
+      EXPECT_TRUE(r.ok()) << "3x300001 x+" << xo << " y+" << yo << ": " << r.report();
+    }
+}
+
+// Without clusters (turned off here; absent before sm_90) every shape takes step07's paths.
+TEST_F(Step08Dispatch, WithoutClustersServesEveryShape) {
+  const Step* step = find_step("step08_cluster");
+  ASSERT_NE(step, nullptr);
+  ::testing::Test::RecordProperty("clusters", step08_cluster::cluster_report());
+  step08_cluster::use_clusters(false);
+  EXPECT_EQ(step08_cluster::plan_split(2, 1048579).path, Split::kNone);
+  for (const int cols : {1048579, 131075, 65536, 20000}) {
+    const VerifyResult r = check_step(*step, 3, cols, InputKind::kMaxAtEnds, next_seed(), {1, 1});
+    EXPECT_TRUE(r.ok()) << "3x" << cols << " without clusters: " << r.report();
+  }
+  step08_cluster::use_clusters(true);
+}
+
+// On sm_90 and later the split paths must be in use: a silent fallback would pass every other
+// test while measuring step07.
+TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
+  const DeviceInfo dev = query_device();
+  std::printf("%s\n", step08_cluster::cluster_report().c_str());
+  if (dev.cc_major < 9) GTEST_SKIP() << step08_cluster::cluster_report();
+  EXPECT_TRUE(step08_cluster::clusters_usable());
+  EXPECT_EQ(step08_cluster::plan_split(2048, 65536).path, Split::kCluster);
+  EXPECT_EQ(step08_cluster::plan_split(8, 1048576).path, Split::kGrid);
+  EXPECT_EQ(step08_cluster::plan_split(4096, 1024).path, Split::kNone);
+}
+
+// Bad splits are refused with a reason, before anything runs.
+TEST_F(Step08Dispatch, RefusesSplitsThatCannotRun) {
+  if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
+  EXPECT_THROW(step08_cluster::make_split(Split::kCluster, 17, 4, 100000), std::invalid_argument);
+  EXPECT_THROW(step08_cluster::make_split(Split::kGrid, 1, 4, 100000), std::invalid_argument);
+  EXPECT_THROW(step08_cluster::make_split(Split::kCluster, 2, 4, 2 * 16384 + 4),
+               std::invalid_argument);  // 8 float4 a thread at most
+}
+
+}  // namespace
+}  // namespace softmax
