@@ -193,12 +193,12 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     float row_max = max_val, row_sum = sum;
     Exchange::run(p, parity, cta_pair, row_max, row_sum);
 
-    // y = exp(x - base) * exp(base - row_max) / row_sum. A row of only -inf has no finite max:
-    // NaN, as every other path gives it.
-    const float factor = row_max == -INFINITY ? NAN
-                         : thread_max == -INFINITY
-                             ? 0.f
-                             : rescale(thread_max, row_max) / row_sum;
+    // y = exp(x - base) * exp(base - row_max) / row_sum. A thread that saw no finite value holds
+    // only zeros: its factor is 0 / row_sum, which is 0, or NaN where the row's sum is NaN (a NaN
+    // or +inf anywhere in the row) as every other path gives it. A row of only -inf has sum 0:
+    // 0 / 0, NaN, again as elsewhere.
+    const float factor =
+        (thread_max == -INFINITY ? 0.f : rescale(thread_max, row_max)) / row_sum;
     float4* out = pr.r.body_of(y) + p.first;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
