@@ -18,6 +18,9 @@ step's traffic()). Writes the raw numbers to a JSON and rewrites the tables betw
   <!-- BEGIN dram-table step03_block -->            that step's runs (a baseline's name works too)
   <!-- BEGIN dram-table upto=step03_block -->       the steps up to step03_block
   <!-- BEGIN dram-table shape=4096x4096 -->         one shape (combines with the two above)
+  <!-- BEGIN dram-table data=FILE.json -->           from docs/results/FILE.json (default: the
+                                                     dram_traffic_<gpu>.json this tool writes);
+                                                     a run with another JSON leaves it alone
   <!-- END dram-table -->
 
 in README.md and docs/*.md (same marker rules as tools/plot_results.py).
@@ -307,8 +310,14 @@ def mb(x: float) -> str:
     return f"{x / 1e6:.1f}"
 
 
-def render_dram_table(doc: Dict[str, object], path: Path, args: str, md_path: Path, root: Path) -> str:
-    opts, words = pr.parse_marker_args(args, ("upto", "shape"), "dram-table")
+def render_dram_table(doc: Dict[str, object], path: Path, args: str, md_path: Path,
+                      root: Path) -> Optional[str]:
+    opts, words = pr.parse_marker_args(args, ("upto", "shape", "data"), "dram-table")
+    # A block names the JSON it is drawn from (data=FILE in docs/results), by default the one
+    # this tool writes without --out; blocks of other files are left alone.
+    default = f"dram_traffic_{pr.gpu_slug(str(doc['context']['gpu_name']))}.json"
+    if path.name != opts.get("data", default):
+        return None
     runs: List[Dict[str, object]] = list(doc["runs"])
     steps = list(dict.fromkeys(str(r["step"]) for r in runs if pr.STEP_RE.match(str(r["step"]))))
     if len(words) > 1 or (words and "upto" in opts):

@@ -686,11 +686,12 @@ END_RE = re.compile(r"<!--\s*END\s+(?P<kind>[A-Za-z0-9_-]+)\s*-->")
 FENCE_RE = re.compile(r"^(`{3,}|~{3,})")
 
 # kind -> render(args, markdown file) -> the block's Markdown
-Renderer = Callable[[str, Path], str]
+Renderer = Callable[[str, Path], Optional[str]]  # None: leave the block as it is
 
 
 def rewrite_markers(text: str, renderers: Dict[str, Renderer], md_path: Path) -> Tuple[str, Dict[str, int]]:
-    """Replaces what lies between each BEGIN/END pair of a kind in `renderers`.
+    """Replaces what lies between each BEGIN/END pair of a kind in `renderers` (a renderer that
+    returns None leaves its block as it is: it belongs to another data file).
 
     A marker counts only alone on its line and outside fenced code blocks, so prose and examples
     can show the syntax. The block becomes: the BEGIN line, a blank line, the rendered Markdown, a
@@ -743,6 +744,10 @@ def rewrite_markers(text: str, renderers: Dict[str, Renderer], md_path: Path) ->
             body = renderers[kind](begin.group("args").strip(), md_path)
         except MarkerError as e:
             raise MarkerError(f"{md_path}:{i + 1}: {e}") from None
+        if body is None:                         # the renderer leaves this block to another run
+            out.extend(lines[i:j + 1])
+            i = j + 1
+            continue
         out.append(line)
         out.extend(["", *body.strip("\n").split("\n"), ""])
         out.append(lines[j])

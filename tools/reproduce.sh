@@ -129,6 +129,11 @@ if [ "$with_dram" = 1 ]; then
   [ "$second_gpu" = 1 ] && dram_args=(--no-tables)
   python3 tools/dram_traffic.py --ncu "$ncu" --out "$dram_json" --commit "$commit" \
     --command "$command_line" ${dram_args[@]+"${dram_args[@]}"}
+  # step08's split paths and step07 at long and few-row shapes (chapter 08's table).
+  python3 tools/dram_traffic.py --ncu "$ncu" --out "$results/dram_traffic_step08_$slug.json" \
+    --steps step08_cluster,step07_persistent \
+    --shapes 2048x65536,512x262147,64x262144,8x1048576,1x1048576 --commit "$commit" \
+    --command "$command_line" ${dram_args[@]+"${dram_args[@]}"}
   say "what limits each step (tools/profile_limits.sh, Nsight Compute)"
   NCU="$ncu" tools/profile_limits.sh
   [ "$second_gpu" = 1 ] || python3 tools/limits_table.py "$results/ncu_limits_$slug.csv"
