@@ -1,69 +1,162 @@
 // SPDX-License-Identifier: MIT
-// step08_splits: step08's split paths forced to a given path and K, timed beside step07 and
-// memcpy (the experiments of docs/notes/step08.md). Shapes and plans are listed in main(); the
-// first experiment's list is in docs/results/step08_experiments_h100.txt. With ROWS COLS c|g|n K
-// it runs one launch of that plan (for ncu).
-//   build/softmax_step08_splits [ITERS [ROWS COLS c|g|n K]]
+// step08_splits: step08's split paths forced to a given path and CTAs per row, timed beside
+// step07 and memcpy: the experiments of docs/notes/step08.md.
+//
+//   build/softmax_step08_splits [--iters K]                    the built-in list (experiment 2)
+//   build/softmax_step08_splits --one ROWS COLS cluster|grid|default K [GROUPS]
+//
+// The list: for each entry, verification (four input kinds, at most 40 rows, rows off 16-byte
+// boundaries when N % 4 != 0), then the median of K launches with L2 flushed, memcpy and step07
+// timed interleaved with it: ratio to memcpy, and step07's time over this plan's. GROUPS > 0 runs
+// that many clusters or groups instead of the plan's (GROUPS = ROWS: one per row, no loop).
+// --one: a single unverified launch of one plan, for Nsight Compute. "default" is step08's own
+// choice (K ignored). Experiment 1's list and output are in docs/results/step08_experiments_h100.txt.
+// Exit codes: 0 ok, 1 a verification or CUDA failure, 2 bad usage, 77 no GPU or no clusters.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
-#include <algorithm>
+
+#include "common/cuda_check.h"
 #include "common/device.h"
 #include "common/program.h"
 #include "common/softmax.h"
+#include "common/step_table.h"
 #include "common/timer.h"
 #include "common/verify.h"
 #include "step08_cluster/split.h"
-namespace step07_persistent { const softmax::Step& step(); }
-namespace step08_cluster { const softmax::Step& step(); }
-using namespace step08_cluster;
-static Split g_path; static int g_parts; static long g_groups;
-static void forced(const float* x, float* y, int rows, int cols, cudaStream_t s) {
-  softmax::check_launch_args("forced", x, y, rows, cols, softmax::kNoColLimit);
-  auto p = make_split(g_path, g_parts, rows, cols); if (g_groups) p.groups = std::min<long>(g_groups, rows);
-  launch_split(p, x, y, rows, cols, s);
-}
-static int maxc() { return softmax::kNoColLimit; }
-static softmax::Traffic tr(int) { return softmax::kIdealTraffic; }
-struct V { int rows, cols; Split path; int parts; long groups = 0; };
-int main(int argc, char** argv) {
-  int iters = argc > 1 ? atoi(argv[1]) : 30;
-  std::printf("%s\n", softmax::query_device().summary().c_str());
-  std::printf("%s\n", cluster_report().c_str());
-  const Split C = Split::kCluster, G = Split::kGrid, N = Split::kNone;
-  std::vector<V> vs = {
-    {4096,32768,N,0},{4096,32768,C,2,4096},{4096,32768,C,2,66},
-    {2048,65536,C,4},{2048,65536,C,4,2048},{2048,65536,G,4},{2048,65536,C,2},
-    {1024,131072,C,8},{1024,131072,C,8,1024},{1024,131072,C,4},
-    {512,262144,G,16},{512,262144,G,8},
-  };
-  if (argc > 2) { vs = {{atoi(argv[2]), atoi(argv[3]), argv[4][0]=='c' ? C : argv[4][0]=='g' ? G : N, atoi(argv[5])}}; }
 
-  size_t most = 0; for (auto& v : vs) most = std::max(most, size_t(v.rows) * v.cols);
-  softmax::TimingBuffers buf(most);
-  softmax::Timer timer;
-  const softmax::Step& s7 = step07_persistent::step();
-  const softmax::Step& s8 = step08_cluster::step();
-  const softmax::Step fs{"forced", "", forced, maxc, tr};
-  std::printf("%8s %8s %-34s %9s %7s %8s %s\n", "rows", "cols", "plan", "us", "ratio", "s07/this", "verify");
-  for (auto& v : vs) {
-    try {
-      g_path = v.path; g_parts = v.parts; g_groups = v.groups;
-      const softmax::Step& st = v.path == N ? s8 : fs;
-      std::string plan = v.path == N ? "default: " + describe(plan_split(v.rows, v.cols))
-                                     : describe(make_split(v.path, v.parts, v.rows, v.cols)) + (v.groups ? " ->" + std::to_string(v.groups) : "");
-      softmax::VerifyResult r;
-      int vr = std::min(v.rows, 40);
-      if (argc <= 2) for (auto kind : {softmax::InputKind::kNormal, softmax::InputKind::kNonFinite, softmax::InputKind::kMaxAtEnds, softmax::InputKind::kOneFiniteAtEnds}) {
-        r = softmax::check_step(st, vr, v.cols, kind, 99 + v.cols, {v.cols % 4 ? 1 : 0, v.cols % 4 ? 1 : 0});
-        if (!r.ok()) break;
-      }
-      if (argc > 2) { float *x=buf.x(), *y=buf.y(); st.launch(x, y, v.rows, v.cols, 0); cudaDeviceSynchronize(); std::printf("one launch done\n"); continue; }
-      auto m = softmax::measure(st, timer, buf, v.rows, v.cols, iters, &s7);
-      std::printf("%8d %8d %-34s %9.2f %7.3f %8.3f %s\n", v.rows, v.cols, plan.c_str(), m.kernel.median_ms*1e3, m.ratio, m.rival.median_ms / m.kernel.median_ms, r.ok() ? "ok" : r.report().c_str());
-    } catch (const std::exception& e) {
-      std::printf("%8d %8d error: %s\n", v.rows, v.cols, e.what());
-    }
-    std::fflush(stdout);
+namespace {
+
+using step08_cluster::Split;
+
+struct Plan {
+  int rows, cols;
+  Split path;  // kNone: step08's own choice
+  int parts;
+  long groups = 0;  // > 0: this many clusters or groups instead of the plan's
+};
+
+// The plan the forced launcher runs (a softmax::Step launcher carries no state of its own).
+Plan g_plan;
+
+step08_cluster::SplitPlan split_of(const Plan& p, int rows, int cols) {
+  auto s = step08_cluster::make_split(p.path, p.parts, rows, cols);
+  if (p.groups > 0) s.groups = std::min<long>(p.groups, rows);
+  return s;
+}
+
+void forced_launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  softmax::check_launch_args("step08_splits", x, y, rows, cols, softmax::kNoColLimit);
+  step08_cluster::launch_split(split_of(g_plan, rows, cols), x, y, rows, cols, stream);
+}
+int no_limit() { return softmax::kNoColLimit; }
+softmax::Traffic ideal(int) { return softmax::kIdealTraffic; }
+
+std::string describe(const Plan& p) {
+  if (p.path == Split::kNone)
+    return "default: " + step08_cluster::describe(step08_cluster::plan_split(p.rows, p.cols));
+  return step08_cluster::describe(split_of(p, p.rows, p.cols));
+}
+
+int usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--iters K]\n"
+               "       %s --one ROWS COLS cluster|grid|default K [GROUPS]\n",
+               argv0, argv0);
+  return 2;
+}
+
+bool parse_int(const char* s, long* out) {
+  char* end = nullptr;
+  *out = std::strtol(s, &end, 10);
+  return end != s && *end == '\0' && *out >= 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Split C = Split::kCluster, G = Split::kGrid, N = Split::kNone;
+  std::vector<Plan> plans = {
+      {4096, 32768, N, 0},  {4096, 32768, C, 2, 4096},   {4096, 32768, C, 2, 66},
+      {2048, 65536, C, 4},  {2048, 65536, C, 4, 2048},   {2048, 65536, G, 4},
+      {1024, 131072, C, 8}, {1024, 131072, C, 8, 1024}, {512, 262144, G, 16},
+  };
+  long iters = 30;
+  bool one = false;
+  if (argc == 3 && std::string(argv[1]) == "--iters") {
+    if (!parse_int(argv[2], &iters) || iters < softmax::kMinRuns) return usage(argv[0]);
+  } else if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--one") {
+    long rows = 0, cols = 0, parts = 0, groups = 0;
+    const std::string path = argv[4];
+    if (!parse_int(argv[2], &rows) || !parse_int(argv[3], &cols) || !parse_int(argv[5], &parts) ||
+        (argc == 7 && !parse_int(argv[6], &groups)) || rows < 1 || cols < 1 ||
+        (path != "cluster" && path != "grid" && path != "default"))
+      return usage(argv[0]);
+    plans = {{int(rows), int(cols), path == "cluster" ? C : path == "grid" ? G : N, int(parts),
+              groups}};
+    one = true;
+  } else if (argc != 1) {
+    return usage(argv[0]);
   }
+
+  std::string why;
+  if (!softmax::gpu_available(&why)) {
+    std::fprintf(stderr, "%s: %s (exit code %d means skipped)\n", argv[0], why.c_str(),
+                 softmax::kExitNoGpu);
+    return softmax::kExitNoGpu;
+  }
+  std::printf("%s\n%s\n", softmax::query_device().summary().c_str(),
+              step08_cluster::cluster_report().c_str());
+  if (!step08_cluster::clusters_usable()) return softmax::kExitNoGpu;
+
+  const softmax::Step* step07 = softmax::find_step("step07_persistent");
+  const softmax::Step* step08 = softmax::find_step("step08_cluster");
+  const softmax::Step forced{"step08_forced_split", "one split path", forced_launch, no_limit,
+                             ideal};
+  int failed = 0;
+  try {
+    size_t most = 0;
+    for (const Plan& p : plans) most = std::max(most, size_t(p.rows) * p.cols);
+    softmax::TimingBuffers buf(most);
+    softmax::Timer timer;
+    std::printf("%8s %8s %-34s %9s %7s %8s  %s\n", "rows", "cols", "plan", "us", "ratio",
+                "s07/this", "verified");
+    for (const Plan& p : plans) {
+      g_plan = p;
+      const softmax::Step& step = p.path == N ? *step08 : forced;
+      try {
+        const std::string plan = describe(p) + (p.groups ? " ->" + std::to_string(p.groups) : "");
+        if (one) {
+          step.launch(buf.x(), buf.y(), p.rows, p.cols, 0);
+          CUDA_CHECK(cudaDeviceSynchronize());
+          std::printf("%8d %8d %-34s one launch\n", p.rows, p.cols, plan.c_str());
+          continue;
+        }
+        softmax::VerifyResult r;
+        const int offset = p.cols % 4 ? 1 : 0;
+        for (auto kind : {softmax::InputKind::kNormal, softmax::InputKind::kNonFinite,
+                          softmax::InputKind::kMaxAtEnds, softmax::InputKind::kOneFiniteAtEnds}) {
+          r = softmax::check_step(step, std::min(p.rows, 40), p.cols, kind, 99 + p.cols,
+                                  {offset, offset});
+          if (!r.ok()) break;
+        }
+        if (!r.ok()) ++failed;
+        const softmax::Measurement m =
+            softmax::measure(step, timer, buf, p.rows, p.cols, int(iters), step07);
+        std::printf("%8d %8d %-34s %9.2f %7.3f %8.3f  %s\n", p.rows, p.cols, plan.c_str(),
+                    m.kernel.median_ms * 1e3, m.ratio, m.rival.median_ms / m.kernel.median_ms,
+                    r.ok() ? "ok" : r.report().c_str());
+      } catch (const std::invalid_argument& e) {  // a plan that cannot run: reported, not fatal
+        std::printf("%8d %8d not run: %s\n", p.rows, p.cols, e.what());
+      }
+      std::fflush(stdout);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "step08_splits: %s\n", e.what());
+    return 1;
+  }
+  return failed ? 1 : 0;
 }
