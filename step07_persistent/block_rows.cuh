@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const float max_val = block_all_reduce<kThreads, true>(thread_max, reduce_max);
     const float thread_sum =
         exp_in_place(v, max_val) + exp_in_place(head, max_val) + exp_in_place(tail, max_val);
-    const float inv_sum = 1.f / block_all_reduce<kThreads, false>(thread_sum, reduce_sum);
+    const float inv_sum = reciprocal(block_all_reduce<kThreads, false>(thread_sum, reduce_sum));
     float4* out = r.body_of(y) + tid;
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {

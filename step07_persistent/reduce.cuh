@@ -9,13 +9,29 @@ namespace step07_persistent {
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 
-// The exponential of every path: the hardware approximation __expf (exp2 of x*log2(e) on the
-// special-function unit, two instructions instead of the dozen or so of an accurate expf). The
-// CUDA programming guide bounds its error by 2 + 1.17*|x| ulp: under 1e-6 relative where
-// exp(x - max) >= 1e-3 and under 7e-6 down to x - max = -100, inside the 1e-5 tolerance. -inf
-// gives 0 and NaN stays NaN. It was the largest single gain of the tuning (docs/notes/step07.md,
-// change 3).
-__device__ __forceinline__ float exp_(float x) { return __expf(x); }
+// The exponential of every path: exp(x) = 2^(x*log2(e)), with 2^y from the special-function
+// unit's approximation (ex2.approx.ftz: two instructions instead of the dozen or so of an
+// accurate expf). This is what __expf does, minus the three instructions __expf adds to return
+// subnormal results: here a result under 2^-126 (x < -87.3) comes out 0, which no tolerance can
+// see. The CUDA programming guide bounds __expf's error by 2 + 1.17*|x| ulp: under 1e-6 relative
+// where exp(x - max) >= 1e-3 and under 7e-6 down to x - max = -100, inside the 1e-5 tolerance.
+// -inf gives 0 and NaN stays NaN. The exponential was the largest single gain of the tuning
+// (docs/notes/step07.md, change 3); dropping the subnormal fix-up is change 17.
+__device__ __forceinline__ float exp_(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+}
+
+// 1 / s from the special-function unit (rcp.approx.ftz: within 1 ulp), one instruction where
+// 1.f / s costs a reciprocal, two FMAs and a branch to a slow path (change 17). A row's sum is 0
+// (only -inf), at least 1, +inf or NaN, never subnormal: 1/0 = +inf, 1/inf = 0, NaN stays NaN,
+// as with the division.
+__device__ __forceinline__ float reciprocal(float s) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(s));
+  return r;
+}
 
 // exp(part_max - max_val), the factor that moves a partial sum onto a larger max. Equal maxima
 // give 1 even when both are infinite: partials that saw only -inf (sum 0) or only NaN (sum NaN)

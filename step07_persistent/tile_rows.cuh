@@ -13,11 +13,25 @@
 //   global:  |  .  .  h  h |  b  b  b  b |  b  b  b  b | ... |  t  .  .  . |
 //   shared:  |  -  -  h  h |  b  b  b  b |  b  b  b  b | ... |  t  -  -  - |
 //
-// Then each row is reduced by a warp reading it from shared memory (consecutive lanes,
-// consecutive words), the results are written back in place, and the tile leaves as it
-// came, float4 by float4. Measured (docs/notes/step07.md, change 15) it serves unaligned rows of
-// 65-131 floats better than the register path (0.90 of memcpy against 0.82 at 65536x127) and
-// shorter ones worse (0.82 against 0.85 at 65536x61); aligned rows of any length worse still.
+// Then each row is reduced by a group of kGroup lanes reading it from shared memory (lane l of a
+// group takes the row's elements l, l + G, l + 2G, ...), the results are written back in place,
+// and the tile leaves as it came, float4 by float4.
+//
+// Which rows share a warp decides the banks. Shared memory has 32 banks of 4 bytes, word w in
+// bank w % 32; a warp's access is one pass when its 32 lanes hit 32 different banks. The W =
+// 32/G groups of a warp read words row*N + l + G*j at step j: G consecutive banks per group,
+// starting at row*N. Rows s apart start s*N banks apart, so choose s with s*N = G * odd (mod
+// 32): the W groups then start G*0, G*q, G*2q, ... (q odd) banks in, W disjoint windows of G
+// banks that tile all 32. For odd N, s = G; in general s = G / gcd(N, G), at most the block's 8
+// warps (16 lanes on an odd N, or N a multiple of 8 off its boundary, keep some 2-way conflicts):
+//
+//   G = 8, N = 127 (s = 8):  warp 0 takes rows 0, 8, 16, 24, starting at banks 0, 24, 16, 8
+//                            lanes 0-7 -> banks 0-7   lanes 8-15 -> banks 24-31   and so on
+//
+// Measured (docs/notes/step07.md, change 17), unaligned rows on the H100, ratio to memcpy:
+// 65536x127 0.99 with 8 lanes a row (0.96 with a warp, 0.93 for path a), 65536x61 0.96 with 4
+// lanes (0.81 with a warp, 0.90 for path a), 262144x31 0.99 with 2 lanes (0.89 for path a). On
+// fewer tiles than 2.5 per SM path (a) is faster (8192x61: 0.96 against 0.89), so it keeps those.
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
@@ -34,12 +48,29 @@ constexpr int kTilePacks = 4;                          // float4 per thread per 
 constexpr int kTileSlots = kTileThreads * kTilePacks;  // 16 KB of rows per tile
 constexpr int kTileFloats = 4 * kTileSlots;            // the longest tile
 
-// Rows per tile for rows of `cols` floats (cols <= kTileFloats): as many as fit, rounded down to
-// a whole number of rounds of the block's warps (a warp per row) when that leaves one round.
-inline int tile_rows(int cols) {
-  constexpr int kWarps = kTileThreads / kWarpSize;
+constexpr int kTileWarps = kTileThreads / kWarpSize;
+
+// Rows per tile for rows of `cols` floats (cols <= kTileFloats) and groups of `group` lanes: as
+// many as fit, rounded down to a whole number of rounds (a row for every group of the block)
+// when that leaves one round.
+inline int tile_rows(int cols, int group) {
+  const int round = kTileThreads / group;
   const int fit = kTileFloats / cols;
-  return fit >= kWarps ? fit / kWarps * kWarps : fit;
+  return fit >= round ? fit / round * round : fit;
+}
+
+// Lanes per row: the fewest that hold the row in at most 16 elements a lane (9-16 from 17 floats
+// on): 2 lanes for 17-32 floats, 4 for 33-64, 8 for 65-128, 16 for 129-131.
+inline int tile_group(int cols) { return cols <= 32 ? 2 : cols <= 64 ? 4 : cols <= 128 ? 8 : 16; }
+
+// Whether unaligned rows of `cols` floats take tiles: 17-131 floats, and at least 2.5 tiles per
+// SM. Fewer tiles leave SMs with one block or none, and the row-per-group path (a) measured
+// faster there (docs/notes/step07.md, change 17: at 8192x127, 254 tiles, 0.88 of memcpy against
+// 0.92; at 16384x127, 508 tiles, 0.95 against 0.92).
+inline bool use_tiles(int64_t rows, int cols, int sms) {
+  if (cols <= 16 || cols > 131) return false;
+  const int per_tile = tile_rows(cols, tile_group(cols));
+  return 2 * ((rows + per_tile - 1) / per_tile) >= 5 * int64_t(sms);
 }
 
 // Tile t: rows [t*R, t*R + R) (fewer in the last one), as one row of nrows*cols floats split into
@@ -87,37 +118,54 @@ __device__ __forceinline__ void copy_out(float* y, const Tile& t, const float4* 
     y[t.s.start + t.s.tail_at + threadIdx.x] = buf_f[t.s.tail_at + threadIdx.x];
 }
 
-// The softmax of every row of a tile, in place: warp w takes rows w, w + 8, ...; lane l holds
-// the row's elements l, l + 32, ... (kPerLane of them, -inf past the row's end).
-template <int kPerLane>
+// The row of each round that this thread's group takes: warp w's W groups take rows s apart
+// (the header says why), the warps fill the round in between:
+// row = (w % s) + s*k + (w / s)*s*W for group k of warp w, a permutation of 0..8W-1 (s divides 8).
+template <int kGroup>
+__device__ __forceinline__ int tile_row_of_group(int cols) {
+  constexpr int kGroups = kWarpSize / kGroup;  // W, groups per warp
+  const int low = min(__ffs(cols) - 1, 3);     // log2 of gcd(N, 8)
+  const int s = min(kGroup >> min(low, 31 - __clz(kGroup)), kTileWarps);
+  const int w = threadIdx.x / kWarpSize, k = threadIdx.x % kWarpSize / kGroup;
+  return w % s + s * k + w / s * s * kGroups;
+}
+
+// The softmax of every row of a tile, in place, a group of kGroup lanes per row, kPerLane
+// elements a lane: G*(P-1) < N <= G*P, so only a lane's last element can lie past the row's end.
+// Every lane runs every round (the shuffles need the whole warp); a group past the tile's last
+// row reads and writes nothing.
+template <int kGroup, int kPerLane>
 __device__ __forceinline__ void softmax_tile(const Tile& t, int cols, float4* buf) {
-  constexpr int kWarps = kTileThreads / kWarpSize;
-  const int lane = threadIdx.x % kWarpSize;
+  constexpr int kRound = kTileThreads / kGroup;
+  const int lane = threadIdx.x % kGroup;
+  const int mine = tile_row_of_group<kGroup>(cols);
   float* const tile_f = reinterpret_cast<float*>(buf) + t.lead;
-  for (int i = threadIdx.x / kWarpSize; i < t.nrows; i += kWarps) {
-    float* row = tile_f + i * cols;
+  for (int first = 0; first < t.nrows; first += kRound) {
+    const int i = first + mine;
+    const bool live = i < t.nrows;
+    float* row = tile_f + i * cols + lane;
     float v[kPerLane];
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j) {
-      const int c = lane + j * kWarpSize;
-      v[j] = c < cols ? row[c] : -INFINITY;
+      const bool in_row = live && (j < kPerLane - 1 || lane + j * kGroup < cols);
+      v[j] = in_row ? row[j * kGroup] : -INFINITY;
     }
-    const float max_val = group_all_reduce<kWarpSize, true>(max_of(v));
-    const float inv_sum = 1.f / group_all_reduce<kWarpSize, false>(exp_in_place(v, max_val));
+    const float max_val = group_all_reduce<kGroup, true>(max_of(v));
+    const float inv_sum = reciprocal(group_all_reduce<kGroup, false>(exp_in_place(v, max_val)));
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j) {
-      const int c = lane + j * kWarpSize;
-      if (c < cols) row[c] = v[j] * inv_sum;
+      const bool in_row = live && (j < kPerLane - 1 || lane + j * kGroup < cols);
+      if (in_row) row[j * kGroup] = v[j] * inv_sum;
     }
   }
 }
 
 // One tile per block (the loop makes any grid correct): copy in, one barrier, the rows' softmax in
-// place, one barrier, copy out. A warp per row, each lane holding kPerLane elements:
-// N <= 32 * kPerLane. Measured against a persistent version with two buffers (the next
+// place, one barrier, copy out. kGroup lanes per row, each holding kPerLane elements:
+// kGroup * (kPerLane - 1) < N <= kGroup * kPerLane. Measured against a persistent version with two buffers (the next
 // tile's copy in flight during this one's softmax): that one was slower (docs/notes/step07.md,
 // change 15).
-template <int kPerLane>
+template <int kGroup, int kPerLane>
 __global__ void __launch_bounds__(kTileThreads, 8)
     tile_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                      int per_tile) {
@@ -129,7 +177,7 @@ __global__ void __launch_bounds__(kTileThreads, 8)
     __pipeline_commit();
     __pipeline_wait_prior(0);  // this thread's copies have landed ...
     __syncthreads();           // ... and everyone else's
-    softmax_tile<kPerLane>(tile, cols, buffer);
+    softmax_tile<kGroup, kPerLane>(tile, cols, buffer);
     __syncthreads();
     copy_out(y, tile, buffer);
     __syncthreads();  // the buffer is read out before the next tile's copy overwrites it

@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     block_reduce_pair<kThreads>(max_val, sum, pairs[parity]);
     // Pass 2, from shared memory to DRAM.
-    const float inv_sum = 1.f / sum;
+    const float inv_sum = reciprocal(sum);
     float4* out = r.body_of(y);
     for (int s = tid; s < r.body; s += kThreads) {
       const float4 c = cache[s];
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kThreads)
       merge(max_val, sum, batch_max, batch_sum);
     }
     block_reduce_pair<kThreads>(max_val, sum, pairs[parity]);
-    const float inv_sum = 1.f / sum;
+    const float inv_sum = reciprocal(sum);
     for (int s0 = tid; s0 < r.body; s0 += kThreads * kBatch) {
       float v[kBatch][kVec];
 #pragma unroll

@@ -16,7 +16,8 @@
 // | path | B             | N          | mapping                                  | file           |
 // | (g)  | > 4096, or few rows | >16387 | a cluster of K = 2..16 CTAs per row     | split_rows.cuh |
 // | (h)  | few long rows, or > 16 CTAs | | K CTAs of a cooperative grid per row    | split_rows.cuh |
-// | (a') | unaligned     | 65..131    | a tile of rows through shared memory     | tile_rows.cuh  |
+// | (a') | unaligned     | 17..131    | tiles of rows via shared memory, 2-16    | tile_rows.cuh  |
+// |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each   | warp_rows.cuh  |
 // | (b)  | <= 288        | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
 // | (c)  | <= 4096       | <= 16387   | a block per row, in registers            | block_rows.cuh |
@@ -28,8 +29,10 @@
 //   why): without them, and for rows longer than the whole GPU holds in registers (about 4.3M
 //   floats on an H100), every shape runs step07's paths (a)-(f), whose reasons follow.
 //   (a) a full warp on a row of 32 floats would
-//   leave 24 of 32 lanes idle. (a') unaligned rows of 65-131 floats lose more to the per-row head
-//   and tail than a tile copy through shared memory costs (change 15). (b) and the 32-lane groups
+//   leave 24 of 32 lanes idle. (a') unaligned rows of 17-131 floats lose more to the per-row head
+//   and tail than a tile copy through shared memory costs (change 15), on matrices with enough
+//   tiles to fill the GPU (change 17: 0.95-1.00 of memcpy from 65536 rows, where (a) ran at
+//   0.86-0.93; fewer tiles, (a) is faster). (b) and the 32-lane groups
 //   of (a) keep the next row's loads in flight while they reduce the current one (change 13),
 //   except at 4 slots per lane (one wave measured faster); smaller groups measured better without
 //   (change 14). Matrices of 1.5 waves of blocks or more (many short rows) skip the persistent
@@ -41,7 +44,8 @@
 //   long are the next step's subject. Matrices whose rows all start on a boundary (x aligned, N % 4
 //   == 0) run (a)-(c) with head and tail compiled out (kAligned): the split's index arithmetic cost
 //   up to 6% on short rows (change 14).
-// Fast math: __expf (reduce.cuh says why its error fits the 1e-5 tolerance). No other.
+// Fast math: exp2 and 1/x from the special-function unit, without __expf's subnormal fix-up
+//           (reduce.cuh says why the error fits the 1e-5 tolerance). No other.
 // Traffic:  (a)-(d), (g), (h) read 1 and write 1 per element, 8*M*N bytes, the ideal. (e) and (f)
 //           read twice, 12*M*N bytes modeled.
 // Run:      ./build/step08_cluster/step08_cluster   (--help for options)
@@ -103,14 +107,23 @@ void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols
   return launch_warp_rows<32, 1, kAligned>(x, y, rows, cols, stream);
 }
 
-// (a'): one tile of rows per block, a warp per row (N <= 131).
-template <int kPerLane>
+// (a'): one tile of rows per block, kGroup lanes per row, kPerLane = ceil(N / kGroup) elements
+// a lane (the kernel relies on it being exact).
+template <int kGroup, int kPerLane>
 void launch_tile(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
-  const int per_tile = tile_rows(cols);
+  const int per_tile = tile_rows(cols, kGroup);
   const int64_t tiles = (int64_t(rows) + per_tile - 1) / per_tile;
-  tile_rows_kernel<kPerLane>
-      <<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(x, y, rows, cols, per_tile);
+  tile_rows_kernel<kGroup, kPerLane><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(
+      x, y, rows, cols, per_tile);
   CUDA_CHECK_LAUNCH();
+}
+
+// (a') for rows of kGroup*(kLo-1)+1 .. kGroup*kHi floats: kPerLane = ceil(N / kGroup).
+template <int kGroup, int kLo, int kHi>
+void launch_tiles(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  with_packs<kLo, kHi>((cols + kGroup - 1) / kGroup, [&](auto p) {
+    launch_tile<kGroup, decltype(p)::value>(x, y, rows, cols, stream);
+  });
 }
 
 // (c): kPacks slots per thread, just enough to cover the row (padding slots would cost exps).
@@ -158,9 +171,13 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // The most body slots a row can have, whatever its alignment: floor(N/4).
   const int64_t slots = cols / 4;
   const bool aligned = ux % 16 == 0 && cols % 4 == 0;
-  if (!aligned && cols > 64 && cols <= 131) {  // (a')
-    return cols <= 128 ? launch_tile<4>(x, y, rows, cols, stream)
-                       : launch_tile<5>(x, y, rows, cols, stream);
+  if (!aligned && use_tiles(rows, cols, device_info().sms)) {  // (a')
+    switch (tile_group(cols)) {
+      case 2: return launch_tiles<2, 9, 16>(x, y, rows, cols, stream);
+      case 4: return launch_tiles<4, 9, 16>(x, y, rows, cols, stream);
+      case 8: return launch_tiles<8, 9, 16>(x, y, rows, cols, stream);
+      default: return launch_tiles<16, 9, 9>(x, y, rows, cols, stream);
+    }
   }
   if (slots <= 256 * 16) {
     if (aligned) return launch_in_registers<true>(slots, x, y, rows, cols, stream);

@@ -15,8 +15,8 @@
 // SMs per row. Where the pairs live is the difference between the two paths:
 //
 //   (g) a thread block cluster (sm_90): the K = 2..16 CTAs are co-scheduled on one GPC; each
-//       publishes its pair in its own shared memory, cluster.sync() is the barrier, and the others
-//       read it through distributed shared memory (cluster.map_shared_rank).
+//       stores its pair into every CTA's shared memory (distributed shared memory, st.async) and
+//       each waits on its own transaction barrier (mbarrier) until all K pairs have landed.
 //   (h) a group of K CTAs of a cooperative grid (any K): pairs in global memory, the barrier a
 //       counter in global memory that the last CTA to arrive resets. Cooperative launch
 //       guarantees every CTA is resident, so a CTA spinning on the counter cannot keep the one it
@@ -69,43 +69,111 @@ struct PartRow {
   }
 };
 
+// A 16-byte asynchronous copy from global memory to shared memory (cp.async.cg: through L2 only),
+// to a shared-memory address (the 32-bit kind __cvta_generic_to_shared gives), issued only where
+// `in_row`: a predicate, not a branch. Written out because __pipeline_memcpy_async behind an `if`
+// made each copy a branch of its own, in which the compiler recomputed both full addresses: about
+// 30 instructions a copy where this takes one or two (docs/notes/step08.md, change 1).
+__device__ __forceinline__ void copy16_async(uint32_t to, const float4* from, bool in_row) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
+      " @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n" ::"r"(to),
+      "l"(from), "r"(int(in_row))
+      : "memory");
+}
+
 // Issues this thread's copies of its slots of a row into `stage` (slot t + k*512 at the same
 // index), and loads its head or tail element (threads 0-2 of the first and last part).
 template <int kPacks>
 __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row, int rows,
-                                           int cols, const Part& p, int chunk, float4* stage,
+                                           int cols, const Part& p, int chunk, uint32_t stage,
                                            float& edge) {
   edge = -INFINITY;
   if (row >= rows) return;
   const PartRow pr(lead, row, cols, p, chunk);
-  const float4* in = pr.r.body_of(x) + p.first;
+  const int t = threadIdx.x;
+  const float4* in = pr.r.body_of(x) + p.first + t;
+  const uint32_t to = stage + t * uint32_t(sizeof(float4));
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
-    const int s = threadIdx.x + k * kSplitThreads;
-    if (s < pr.count) __pipeline_memcpy_async(stage + s, in + s, sizeof(float4));
+    copy16_async(to + k * kSplitThreads * sizeof(float4), in + k * kSplitThreads,
+                 t + k * kSplitThreads < pr.count);
   }
-  const int t = threadIdx.x;
   if (p.index == 0 && t < pr.r.head) edge = x[pr.r.start + t];
   if (p.index == p.parts - 1 && t < pr.r.tail) edge = x[pr.r.start + pr.r.tail_at + t];
 }
 
-// The exchange of (g): every CTA's pair in its own shared memory (`slots`, two by row parity),
-// one cluster barrier, then every warp reads the K pairs through DSMEM and merges them. Two slots:
-// a CTA that has passed this row's barrier may write the next row's pair while a slower CTA still
-// reads this row's; it cannot get two rows ahead, since that needs the slower CTA at the next
-// row's barrier.
+// What a CTA keeps in shared memory for the exchange of (g): the K pairs of a row, two sets by row
+// parity, and a transaction barrier (mbarrier) per set. (h) uses none of it.
+struct ExchangeArea {
+  float2 pairs[2][kMaxClusterCtas];
+  unsigned long long arrived[2];
+};
+
+// The 32-bit shared-memory address of p in this CTA's window, and the same place in CTA `rank`'s.
+__device__ __forceinline__ uint32_t shared_at(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ uint32_t in_cta(uint32_t at, int rank) {
+  uint32_t remote;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(at), "r"(rank));
+  return remote;
+}
+
+// The exchange of (g): every CTA sends its pair to all K CTAs of the cluster (itself included)
+// with st.async, a store into another CTA's shared memory that, once it lands, counts its 8 bytes
+// off that CTA's barrier; each CTA has told its barrier to expect K*8 bytes, and waits for them.
+// No cluster-wide barrier per row: cluster.sync() orders all of a thread's earlier memory
+// accesses first (a MEMBAR.GPU that waits for the thread's stores to land), and with it the
+// membar was the largest stall of this kernel (docs/notes/step08.md, change 1).
+//   Two sets by row parity: a CTA sends row i+2's pair into the set that holds row i's pairs only
+// after it has received every CTA's row i+1 pair, and each CTA sends that only after all its warps
+// have read row i's set (the block reduction before it has a __syncthreads). A pair that arrives
+// before its receiver has set up the count for its row drives the count below zero, which is
+// allowed: the row's phase cannot complete before the receiver's own arrival.
 struct ClusterExchange {
-  __device__ __forceinline__ static void run(const Part& p, int parity, float2* slots,
+  __device__ __forceinline__ static void init(ExchangeArea& area) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < 2; ++i)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_at(&area.arrived[i]))
+                     : "memory");
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    cooperative_groups::this_cluster().sync();  // no pair is sent to a barrier not yet set up
+#endif
+  }
+
+  // The `use`-th row of this CTA: set use % 2, barrier phase (use / 2) % 2.
+  __device__ __forceinline__ static void run(const Part& p, int64_t use, ExchangeArea& area,
                                              float& max_val, float& sum) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    float2* slot = slots + parity;
-    if (threadIdx.x == 0) *slot = make_float2(max_val, sum);
-    cluster.sync();
-    const int lane = threadIdx.x % kWarpSize;
+    const int set = static_cast<int>(use & 1);
+    const uint32_t phase = static_cast<uint32_t>((use >> 1) & 1);
+    const uint32_t barrier = shared_at(&area.arrived[set]);
+    const int t = threadIdx.x;
+    if (t == 0)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier),
+                   "r"(p.parts * int(sizeof(float2)))
+                   : "memory");
+    if (t < p.parts)  // thread t sends the pair to CTA t, into its slot p.index
+      asm volatile(
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(
+              in_cta(shared_at(&area.pairs[set][p.index]), t)),
+          "f"(max_val), "f"(sum), "r"(in_cta(barrier, t))
+          : "memory");
+    uint32_t done = 0;
+    do {
+      asm volatile(
+          "{\n .reg .pred ready;\n mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], %2;\n"
+          " selp.u32 %0, 1, 0, ready;\n}\n"
+          : "=r"(done)
+          : "r"(barrier), "r"(phase)
+          : "memory");
+    } while (!done);
+    const int lane = t % kWarpSize;
     float2 pair = make_float2(-INFINITY, 0.f);
-    if (lane < p.parts) pair = *cluster.map_shared_rank(slot, lane);
+    if (lane < p.parts) pair = area.pairs[set][lane];
     max_val = pair.x;
     sum = pair.y;
     warp_reduce_pair(max_val, sum);
@@ -120,9 +188,11 @@ struct ClusterExchange {
 // which the others wait for. Then every warp reads the K pairs from L2 and merges them. Two sets
 // of pairs by row parity, for the reason ClusterExchange gives.
 struct GridExchange {
-  __device__ __forceinline__ static void run(const Part& p, int parity, float2*, float& max_val,
-                                             float& sum) {
-    float2* const pairs = g_split_pairs[parity];
+  __device__ __forceinline__ static void init(ExchangeArea&) {}
+
+  __device__ __forceinline__ static void run(const Part& p, int64_t use, ExchangeArea&,
+                                             float& max_val, float& sum) {
+    float2* const pairs = g_split_pairs[use & 1];
     if (threadIdx.x == 0) {
       cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(g_split_arrived[p.group]);
       cuda::atomic_ref<unsigned, cuda::thread_scope_device> generation(
@@ -157,14 +227,17 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
                                            int rows, int cols, const Part p, int chunk) {
   extern __shared__ float4 stage[];
   __shared__ float2 warp_pairs[2][kSplitWarps];
-  __shared__ float2 cta_pair[2];
+  __shared__ ExchangeArea area;
   const int lead = lead_of(x);  // y's is the same (the launcher checks)
   const int tid = threadIdx.x;
   float next_edge;
-  fetch_part<kPacks>(x, lead, p.group, rows, cols, p, chunk, stage, next_edge);
+  const uint32_t stage_at = shared_at(stage);
+  fetch_part<kPacks>(x, lead, p.group, rows, cols, p, chunk, stage_at, next_edge);
   __pipeline_commit();
-  int parity = 0;
-  for (int64_t row = p.group; row < rows; row += p.groups, parity ^= 1) {
+  Exchange::init(area);
+  int64_t use = 0;  // rows this CTA has taken
+  for (int64_t row = p.group; row < rows; row += p.groups, ++use) {
+    const int parity = static_cast<int>(use & 1);
     const PartRow pr(lead, row, cols, p, chunk);
     // This row's slots: from the stage into registers (each thread reads only what it copied).
     __pipeline_wait_prior(0);
@@ -180,7 +253,7 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
       }
     }
     // The next row's slots, into the stage just emptied.
-    fetch_part<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage, next_edge);
+    fetch_part<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage_at, next_edge);
     __pipeline_commit();
 
     // The thread's pair against its own max (a thread with only -inf, or nothing, takes exps
@@ -191,14 +264,14 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     float max_val = thread_max;
     block_reduce_pair<kSplitThreads>(max_val, sum, warp_pairs[parity]);
     float row_max = max_val, row_sum = sum;
-    Exchange::run(p, parity, cta_pair, row_max, row_sum);
+    Exchange::run(p, use, area, row_max, row_sum);
 
     // y = exp(x - base) * exp(base - row_max) / row_sum. A thread that saw no finite value holds
     // only zeros: its factor is 0 / row_sum, which is 0, or NaN where the row's sum is NaN (a NaN
     // or +inf anywhere in the row) as every other path gives it. A row of only -inf has sum 0:
     // 0 / 0, NaN, again as elsewhere.
     const float factor =
-        (thread_max == -INFINITY ? 0.f : rescale(thread_max, row_max)) / row_sum;
+        (thread_max == -INFINITY ? 0.f : rescale(thread_max, row_max)) * reciprocal(row_sum);
     float4* out = pr.r.body_of(y) + p.first;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
@@ -225,7 +298,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
   const int parts = static_cast<int>(cluster.num_blocks());
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
   split_rows<kPacks, ClusterExchange>(x, y, rows, cols, p, chunk);
-  cluster.sync();  // no CTA leaves while another may still read its pair
+  cluster.sync();  // no CTA leaves while another may still store into its shared memory
 #else
   __trap();  // (g) is launched only on sm_90 and later (the launcher checks)
 #endif

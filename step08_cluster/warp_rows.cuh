@@ -68,7 +68,7 @@ __device__ __forceinline__ void softmax_group_row(LaneRow<kGroup, kPacks>& v, fl
   const float max_val = group_all_reduce<kGroup, true>(lane_max);
   const float lane_sum =
       exp_in_place(v.body, max_val) + exp_in_place(v.head, max_val) + exp_in_place(v.tail, max_val);
-  const float inv_sum = 1.f / group_all_reduce<kGroup, false>(lane_sum);
+  const float inv_sum = reciprocal(group_all_reduce<kGroup, false>(lane_sum));
   const auto r = lane_split<kAligned>(lead, row, rows, cols);
   float4* body = r.body_of(y) + glane;
   const int left = r.body - glane;

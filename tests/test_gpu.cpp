@@ -135,8 +135,8 @@ std::vector<Group> groups() {
   const std::vector<Placement> boundary_offsets = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {1, 2}};
   const std::vector<Placement> ends_offsets = {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {1, 2}, {3, 0}};
   // Slot counts S (per row) in step07's dispatch: (a) S <= 32 in sub-warp groups of 1..32 lanes,
-  // except (a') unaligned rows of 65..131 floats, tiles of rows through shared memory (4 or 5
-  // floats a lane); (b) S <= 288 a warp per row with P = ceil(S / 32) float4 per lane, two
+  // except (a') unaligned rows of 17..131 floats on matrices of at least 2.5 tiles per SM: tiles
+  // of rows through shared memory, 2, 4, 8 or 16 lanes a row, 9..16 floats a lane; (b) S <= 288 a warp per row with P = ceil(S / 32) float4 per lane, two
   // kernels alternating by P; (c) S <= 4096 a block per row in registers (128 threads, 3-16
   // float4 each, up to S = 2048, then 256), (d) a row cached in shared memory, (e) two passes
   // over global memory.
@@ -147,12 +147,15 @@ std::vector<Group> groups() {
       {"a_lanes8_to_16", 33, around(32), normal_and_ends, boundary_offsets},
       {"a_lanes16_to_32_and_tile", 33, around(64), normal_and_ends, boundary_offsets},
       {"a_tile_to_b", 33, around(128), normal_and_ends, boundary_offsets},
-      // Tiles of rows: several tiles per launch, a partial last tile, every tile alignment.
-      {"a_tile_many_rows",
-       1001,
-       {65, 66, 67, 97, 125, 127, 129, 130, 131},
-       normal_and_ends,
-       boundary_offsets},
+      // Tiles of rows (a'), which serve only matrices of at least 2.5 tiles per SM: 65537 rows of
+      // 17 floats make 513 tiles (128 rows each, the last holding one), enough up to 205 SMs;
+      // longer rows make more. Each lane count and its ends, rows of N % 4 == 0 off their
+      // boundary (x + 1, + 3), every tile alignment, the maximum at a row's ends.
+      {"a_tiles",
+       65537,
+       {17, 19, 31, 32, 33, 61, 64, 65, 67, 125, 127, 128, 129, 131},
+       {InputKind::kMaxAtEnds},
+       {{0, 0}, {1, 1}, {3, 3}}},
       // Enough rows for 1.5 waves of blocks: (a) and (b) launch one row per group, no loop.
       {"ab_one_row_per_group",
        40000,

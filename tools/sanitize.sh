@@ -20,7 +20,8 @@ read -r -a tools <<<"${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}"
 
 # step07_persistent's paths by S, the 16-byte slots a row needs (N / 4 for N % 4 == 0 and
 # 16-byte aligned x and y, else at most floor((N + 6) / 4)): (a) S <= 32 sub-warp groups, except
-# (a') unaligned rows of 65..131 floats, tiles of rows through shared memory; (b) S <= 288 a warp
+# (a') unaligned rows of 17..131 floats on matrices of 2.5 tiles per SM or more, tiles of rows
+# through shared memory with 2, 4, 8 or 16 lanes a row; (b) S <= 288 a warp
 # per row (two kernels, by float4 per lane; (a) and (b) launch one row per group for matrices of
 # 1.5 waves of blocks or more); (c) S <= 4096 a block per row in registers (128
 # threads up to S = 2048, then 256); (d) the row cached in shared memory (up to about 58,000
@@ -32,6 +33,8 @@ step07_paths() {
     "$s:4096x4" "$s:4096x64" "$s:4096x61" "$s:4096x64+1+1" "$s:4096x30+3+3" \
     "$s:4096x127" "$s:1001x97+2+2" "$s:1001x128+1+1" "$s:1001x131+3+3" \
     "$s:65536x128" "$s:65536x61+1+1" "$s:16384x256" "$s:40000x1031+2+2" \
+    "$s:65536x19+2+2" "$s:65536x45+3+3" "$s:32768x127+1+1" "$s:20000x131+1+1" \
+    "$s:65536x64+1+1" \
     "$s:1001x256" "$s:1001x512" "$s:1001x1152" "$s:1001x1031" "$s:1001x1024+1+1" \
     "$s:512x1155+3+3" "$s:512x2048" "$s:512x1157" "$s:512x2045+2+2" \
     "$s:256x4096" "$s:256x16384" "$s:256x8191" "$s:256x8192+2+2" "$s:256x16381+1+1" \
