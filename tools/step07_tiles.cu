@@ -44,7 +44,7 @@ void tiles(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
 }
 
 // kPerLane = ceil(N / kGroup), as the kernel requires.
-template <int kGroup, int kPerLane = 9>
+template <int kGroup, int kPerLane = 1>
 void tiles_any(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   if constexpr (kPerLane > 16) {
     throw std::invalid_argument("step07_tiles: more than 16 floats a lane");
