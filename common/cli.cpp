@@ -11,8 +11,6 @@ namespace softmax {
 
 std::vector<int> sweep_cols() { return {256, 512, 1024, 2048, 4096, 8192, 16384}; }
 
-namespace {
-
 int parse_int(const std::string& option, const std::string& text, int min_value) {
   errno = 0;
   char* end = nullptr;
@@ -23,8 +21,6 @@ int parse_int(const std::string& option, const std::string& text, int min_value)
     throw UsageError(option + " must be >= " + std::to_string(min_value) + ", got " + text);
   return static_cast<int>(v);
 }
-
-}  // namespace
 
 Options parse_args(int argc, const char* const* argv) {
   Options opt;

@@ -34,6 +34,10 @@ class UsageError : public std::runtime_error {
 // Throws UsageError naming the offending option.
 Options parse_args(int argc, const char* const* argv);
 
+// `text` as an int >= min_value; throws UsageError naming `option` otherwise (the tools' own
+// arguments use it too).
+int parse_int(const std::string& option, const std::string& text, int min_value);
+
 std::string usage(const std::string& program);
 
 }  // namespace softmax

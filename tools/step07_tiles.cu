@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/cuda_check.h"
 #include "common/device.h"
 #include "common/program.h"
@@ -96,21 +97,17 @@ void forced_a(const float* x, float* y, int rows, int cols, cudaStream_t stream)
 int up_to_131() { return 131; }
 softmax::Traffic ideal(int) { return softmax::kIdealTraffic; }
 
-bool parse_int(const char* s, long* out) {
-  char* end = nullptr;
-  *out = std::strtol(s, &end, 10);
-  return end != s && *end == '\0' && *out >= 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  long iters = 30;
-  if (argc == 3 && std::string(argv[1]) == "--iters") {
-    if (!parse_int(argv[2], &iters) || iters < softmax::kMinRuns) argc = -1;
-  }
-  if (argc != 1 && argc != 3) {
-    std::fprintf(stderr, "usage: %s [--iters K]\n", argv[0]);
+  int iters = 30;
+  try {
+    if (argc == 3 && std::string(argv[1]) == "--iters")
+      iters = softmax::parse_int("--iters", argv[2], softmax::kMinRuns);
+    else if (argc != 1)
+      throw softmax::UsageError("unexpected arguments");
+  } catch (const softmax::UsageError& e) {
+    std::fprintf(stderr, "%s\nusage: %s [--iters K]\n", e.what(), argv[0]);
     return 2;
   }
   std::string why;
@@ -154,7 +151,7 @@ int main(int argc, char** argv) {
           }
           if (!r.ok()) ++failed;
           const softmax::Measurement m =
-              softmax::measure(*v.step, timer, buf, rows, cols, int(iters));
+              softmax::measure(*v.step, timer, buf, rows, cols, iters);
           std::printf("%8d %5d %-12s %8.2f %7.3f  %s\n", rows, cols, v.name.c_str(),
                       m.kernel.median_ms * 1e3, m.ratio, r.ok() ? "ok" : r.report().c_str());
           std::fflush(stdout);

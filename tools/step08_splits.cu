@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.h"
 #include "common/cuda_check.h"
 #include "common/device.h"
 #include "common/program.h"
@@ -69,12 +70,6 @@ int usage(const char* argv0) {
   return 2;
 }
 
-bool parse_int(const char* s, long* out) {
-  char* end = nullptr;
-  *out = std::strtol(s, &end, 10);
-  return end != s && *end == '\0' && *out >= 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,19 +81,21 @@ int main(int argc, char** argv) {
   };
   long iters = 30;
   bool one = false;
-  if (argc == 3 && std::string(argv[1]) == "--iters") {
-    if (!parse_int(argv[2], &iters) || iters < softmax::kMinRuns) return usage(argv[0]);
-  } else if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--one") {
-    long rows = 0, cols = 0, parts = 0, groups = 0;
-    const std::string path = argv[4];
-    if (!parse_int(argv[2], &rows) || !parse_int(argv[3], &cols) || !parse_int(argv[5], &parts) ||
-        (argc == 7 && !parse_int(argv[6], &groups)) || rows < 1 || cols < 1 ||
-        (path != "cluster" && path != "grid" && path != "default"))
+  try {
+    if (argc == 3 && std::string(argv[1]) == "--iters") {
+      iters = softmax::parse_int("--iters", argv[2], softmax::kMinRuns);
+    } else if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--one") {
+      const std::string path = argv[4];
+      if (path != "cluster" && path != "grid" && path != "default") return usage(argv[0]);
+      plans = {{softmax::parse_int("ROWS", argv[2], 1), softmax::parse_int("COLS", argv[3], 1),
+                path == "cluster" ? C : path == "grid" ? G : N, softmax::parse_int("K", argv[5], 0),
+                argc == 7 ? softmax::parse_int("GROUPS", argv[6], 0) : 0}};
+      one = true;
+    } else if (argc != 1) {
       return usage(argv[0]);
-    plans = {{int(rows), int(cols), path == "cluster" ? C : path == "grid" ? G : N, int(parts),
-              groups}};
-    one = true;
-  } else if (argc != 1) {
+    }
+  } catch (const softmax::UsageError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
     return usage(argv[0]);
   }
 
