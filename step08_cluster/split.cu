@@ -31,12 +31,25 @@ void with_split_packs(int packs, F&& f) {
   f(std::integral_constant<int, 8>{});
 }
 
-size_t stage_bytes(int packs) { return size_t(packs) * kSplitThreads * sizeof(float4); }
+// Calls f(std::integral_constant<int, P>, std::integral_constant<int, S>) for the plan's packs
+// (as with_split_packs) and stages (1..kMaxStages).
+template <typename F>
+void with_split_kernel(const SplitPlan& plan, F&& f) {
+  with_split_packs(plan.packs, [&](auto p) {
+    if (plan.stages <= 1) return f(p, std::integral_constant<int, 1>{});
+    if (plan.stages == 2) return f(p, std::integral_constant<int, 2>{});
+    f(p, std::integral_constant<int, 3>{});
+  });
+}
+
+size_t stage_bytes(int packs, int stages) {
+  return size_t(stages) * packs * kSplitThreads * sizeof(float4);
+}
 
 // The kernels' attributes, set once per device and kernel: the stage may pass the 48 KB default,
 // and (g) may form clusters of 9-16 CTAs.
 template <typename Kernel>
-void prepare(Kernel kernel, int packs, bool cluster) {
+void prepare(Kernel kernel, size_t smem_bytes, bool cluster) {
   static std::mutex mutex;
   static std::map<std::pair<int, const void*>, bool> done;
   int device = 0;
@@ -45,7 +58,7 @@ void prepare(Kernel kernel, int packs, bool cluster) {
   if (!done.emplace(std::make_pair(device, reinterpret_cast<const void*>(kernel)), true).second)
     return;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(stage_bytes(packs))));
+                                  static_cast<int>(smem_bytes)));
   if (cluster)
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
 }
@@ -55,7 +68,7 @@ cudaLaunchConfig_t config(const SplitPlan& plan, cudaStream_t stream, cudaLaunch
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(plan.groups * plan.parts));
   cfg.blockDim = dim3(kSplitThreads);
-  cfg.dynamicSmemBytes = stage_bytes(plan.packs);
+  cfg.dynamicSmemBytes = stage_bytes(plan.packs, plan.stages);
   cfg.stream = stream;
   if (plan.path == Split::kCluster) {
     attr->id = cudaLaunchAttributeClusterDimension;
@@ -77,18 +90,19 @@ int64_t groups_that_fit(const SplitPlan& plan) {
   static std::map<std::tuple<int, int, int, int>, int64_t> cache;
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
-  const auto key = std::make_tuple(device, int(plan.path), plan.parts, plan.packs);
+  const auto key = std::make_tuple(device, int(plan.path), plan.parts, plan.packs * 16 + plan.stages);
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto found = cache.find(key);
     if (found != cache.end()) return found->second;
   }
   int64_t fit = 0;
-  with_split_packs(plan.packs, [&](auto p) {
-    constexpr int P = decltype(p)::value;
+  const size_t smem = stage_bytes(plan.packs, plan.stages);
+  with_split_kernel(plan, [&](auto p, auto s) {
+    constexpr int P = decltype(p)::value, S = decltype(s)::value;
     if (plan.path == Split::kCluster) {
-      const auto kernel = cluster_rows_kernel<P>;
-      prepare(kernel, P, true);
+      const auto kernel = cluster_rows_kernel<P, S>;
+      prepare(kernel, smem, true);
       SplitPlan one = plan;
       one.groups = 1;
       cudaLaunchAttribute attr;
@@ -97,10 +111,10 @@ int64_t groups_that_fit(const SplitPlan& plan) {
       CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
       fit = clusters;
     } else {
-      const auto kernel = grid_rows_kernel<P>;
-      prepare(kernel, P, false);
-      const int64_t ctas = int64_t(device_info().sms) *
-                           blocks_per_sm(kernel, kSplitThreads, stage_bytes(P));
+      const auto kernel = grid_rows_kernel<P, S>;
+      prepare(kernel, smem, false);
+      const int64_t ctas =
+          int64_t(device_info().sms) * blocks_per_sm(kernel, kSplitThreads, smem);
       fit = std::min<int64_t>(ctas, kMaxGridCtas) / plan.parts;
     }
   });
@@ -135,7 +149,7 @@ std::string cluster_report() {
          "): long rows and few rows are split over several SMs (paths g, h)";
 }
 
-SplitPlan make_split(Split path, int parts, int rows, int cols) {
+SplitPlan make_split(Split path, int parts, int rows, int cols, int stages) {
   const auto refuse = [&](const std::string& why) {
     throw std::invalid_argument("step08_cluster: cannot split rows of " + std::to_string(cols) +
                                 " floats over " + std::to_string(parts) + " CTAs: " + why);
@@ -143,10 +157,12 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
   if (path == Split::kNone) refuse("no split path given");
   if (parts < 2) refuse("a split needs at least 2 CTAs");
   if (path == Split::kCluster && parts > kMaxClusterCtas) refuse("a cluster holds at most 16");
+  if (stages < 1 || stages > kMaxStages) refuse("stages must be 1 to " + std::to_string(kMaxStages));
   if (!clusters_usable()) refuse("thread block clusters are not in use on this device");
   SplitPlan plan;
   plan.path = path;
   plan.parts = parts;
+  plan.stages = stages;
   const int64_t slots = cols / 4;
   plan.chunk = static_cast<int>((slots + parts - 1) / parts);
   const int packs = (plan.chunk + kSplitThreads - 1) / kSplitThreads;
@@ -191,11 +207,12 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
                   cudaStream_t stream) {
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = config(plan, stream, &attr);
-  with_split_packs(plan.packs, [&](auto p) {
-    constexpr int P = decltype(p)::value;
+  const size_t smem = stage_bytes(plan.packs, plan.stages);
+  with_split_kernel(plan, [&](auto p, auto s) {
+    constexpr int P = decltype(p)::value, S = decltype(s)::value;
     if (plan.path == Split::kCluster) {
-      const auto kernel = cluster_rows_kernel<P>;
-      prepare(kernel, P, true);
+      const auto kernel = cluster_rows_kernel<P, S>;
+      prepare(kernel, smem, true);
       CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.chunk));
       CUDA_CHECK_LAUNCH();
       return;
@@ -213,8 +230,8 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
     } else {
       CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
     }
-    const auto kernel = grid_rows_kernel<P>;
-    prepare(kernel, P, false);
+    const auto kernel = grid_rows_kernel<P, S>;
+    prepare(kernel, smem, false);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk));
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaEventRecord(done, stream));
@@ -224,7 +241,7 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
 std::string describe(const SplitPlan& plan) {
   if (plan.path == Split::kNone) return "not split";
   return std::string(plan.path == Split::kCluster ? "cluster" : "grid") +
-         " K=" + std::to_string(plan.parts) + " P=" + std::to_string(plan.packs) +
+         " K=" + std::to_string(plan.parts) + " P=" + std::to_string(plan.packs) + " S=" + std::to_string(plan.stages) +
          " groups=" + std::to_string(plan.groups);
 }
 

@@ -82,13 +82,33 @@ __device__ __forceinline__ void copy16_async(uint32_t to, const float4* from, bo
       : "memory");
 }
 
+// A 4-byte asynchronous copy (cp.async.ca: the only kind that moves fewer than 16 bytes), for
+// the head and tail elements, issued only where `on`.
+__device__ __forceinline__ void copy4_async(uint32_t to, const float* from, bool on) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
+      " @p cp.async.ca.shared.global [%0], [%1], 4;\n}\n" ::"r"(to),
+      "l"(from), "r"(int(on))
+      : "memory");
+}
+
+// Whether thread t holds a head or tail element of the row, and where it is in the row.
+__device__ __forceinline__ bool edge_of(const PartRow& pr, const Part& p, int t, size_t& at) {
+  if (p.index == 0 && t < pr.r.head) {
+    at = pr.r.start + t;
+    return true;
+  }
+  at = pr.r.start + pr.r.tail_at + t;
+  return p.index == p.parts - 1 && t < pr.r.tail;
+}
+
 // Issues this thread's copies of its slots of a row into `stage` (slot t + k*512 at the same
-// index), and loads its head or tail element (threads 0-2 of the first and last part).
+// index) and of its head or tail element (threads 0-2 of the first and last part) into `edge`.
+// Each thread later reads exactly what it copied, so no barrier is needed between the two.
 template <int kPacks>
 __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row, int rows,
                                            int cols, const Part& p, int chunk, uint32_t stage,
-                                           float& edge) {
-  edge = -INFINITY;
+                                           uint32_t edge) {
   if (row >= rows) return;
   const PartRow pr(lead, row, cols, p, chunk);
   const int t = threadIdx.x;
@@ -99,8 +119,9 @@ __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row
     copy16_async(to + k * kSplitThreads * sizeof(float4), in + k * kSplitThreads,
                  t + k * kSplitThreads < pr.count);
   }
-  if (p.index == 0 && t < pr.r.head) edge = x[pr.r.start + t];
-  if (p.index == p.parts - 1 && t < pr.r.tail) edge = x[pr.r.start + pr.r.tail_at + t];
+  size_t at = 0;
+  const bool has_edge = edge_of(pr, p, t, at);
+  copy4_async(edge + t * uint32_t(sizeof(float)), x + at, has_edge);
 }
 
 // What a CTA keeps in shared memory for the exchange of (g): the K pairs of a row, two sets by row
@@ -219,42 +240,53 @@ struct GridExchange {
   }
 };
 
-// One row per cluster or group per round, the next row's part in flight (see the top).
-// kPacks: float4 slots per thread (chunk <= kPacks * 512). Dynamic shared memory: kPacks * 512
-// float4, the stage.
-template <int kPacks, typename Exchange>
+// One row per cluster or group per round, the next kStages rows' parts in flight (see the top).
+// kPacks: float4 slots per thread (chunk <= kPacks * 512). Dynamic shared memory: kStages
+// stages of kPacks * 512 float4, used in turn.
+template <int kPacks, int kStages, typename Exchange>
 __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* __restrict__ y,
                                            int rows, int cols, const Part p, int chunk) {
   extern __shared__ float4 stage[];
+  __shared__ float stage_edges[kStages][4];
   __shared__ float2 warp_pairs[2][kSplitWarps];
   __shared__ ExchangeArea area;
+  constexpr int kStageSlots = kPacks * kSplitThreads;
   const int lead = lead_of(x);  // y's is the same (the launcher checks)
   const int tid = threadIdx.x;
-  float next_edge;
-  const uint32_t stage_at = shared_at(stage);
-  fetch_part<kPacks>(x, lead, p.group, rows, cols, p, chunk, stage_at, next_edge);
-  __pipeline_commit();
+  const uint32_t stage_at = shared_at(stage), edges_at = shared_at(stage_edges);
+  const auto fetch = [&](int64_t row, int s) {
+    fetch_part<kPacks>(x, lead, row, rows, cols, p, chunk,
+                       stage_at + s * kStageSlots * uint32_t(sizeof(float4)),
+                       edges_at + s * uint32_t(sizeof(stage_edges[0])));
+    __pipeline_commit();  // one batch a row, empty past the last row
+  };
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) fetch(p.group + s * p.groups, s);
   Exchange::init(area);
   int64_t use = 0;  // rows this CTA has taken
+  int s = 0;        // the stage that holds this row: use % kStages
   for (int64_t row = p.group; row < rows; row += p.groups, ++use) {
     const int parity = static_cast<int>(use & 1);
     const PartRow pr(lead, row, cols, p, chunk);
     // This row's slots: from the stage into registers (each thread reads only what it copied).
-    __pipeline_wait_prior(0);
-    float v[kPacks][4], edge[1] = {next_edge};
+    __pipeline_wait_prior(kStages - 1);
+    float v[kPacks][4], edge[1];
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      const int s = tid + k * kSplitThreads;
-      if (s < pr.count) {
-        const float4 c = stage[s];
+      const int i = tid + k * kSplitThreads;
+      if (i < pr.count) {
+        const float4 c = stage[s * kStageSlots + i];
         v[k][0] = c.x, v[k][1] = c.y, v[k][2] = c.z, v[k][3] = c.w;
       } else {
         v[k][0] = v[k][1] = v[k][2] = v[k][3] = -INFINITY;
       }
     }
-    // The next row's slots, into the stage just emptied.
-    fetch_part<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage_at, next_edge);
-    __pipeline_commit();
+    size_t edge_at = 0;
+    const bool has_edge = edge_of(pr, p, tid, edge_at);
+    edge[0] = has_edge ? stage_edges[s][tid] : -INFINITY;
+    // The row kStages ahead, into the stage just emptied.
+    fetch(row + kStages * p.groups, s);
+    s = s + 1 == kStages ? 0 : s + 1;
 
     // The thread's pair against its own max (a thread with only -inf, or nothing, takes exps
     // against 0 and gets sum 0), the CTA's pair, the row's pair.
@@ -275,20 +307,22 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     float4* out = pr.r.body_of(y) + p.first;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      const int s = tid + k * kSplitThreads;
-      if (s < pr.count)
-        out[s] = make_float4(v[k][0] * factor, v[k][1] * factor, v[k][2] * factor,
+      const int i = tid + k * kSplitThreads;
+      if (i < pr.count)
+        out[i] = make_float4(v[k][0] * factor, v[k][1] * factor, v[k][2] * factor,
                              v[k][3] * factor);
     }
-    if (p.index == 0 && tid < pr.r.head) y[pr.r.start + tid] = edge[0] * factor;
-    if (p.index == p.parts - 1 && tid < pr.r.tail)
-      y[pr.r.start + pr.r.tail_at + tid] = edge[0] * factor;
+    if (has_edge) y[edge_at] = edge[0] * factor;
   }
 }
 
+// Stages of 96 KB or less a CTA (kPacks * kStages <= 12, 8 KB a pack): two 512-thread CTAs an
+// SM, 64 registers a thread; more, one CTA an SM.
+constexpr int split_min_blocks(int packs, int stages) { return packs * stages <= 12 ? 2 : 1; }
+
 // (g): a cluster of K CTAs per row (the launch's cluster dimension), persistent over rows.
-template <int kPacks>
-__global__ void __launch_bounds__(kSplitThreads, 2)
+template <int kPacks, int kStages>
+__global__ void __launch_bounds__(kSplitThreads, split_min_blocks(kPacks, kStages))
     cluster_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                         int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -297,7 +331,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
   const int k = static_cast<int>(cluster.block_rank());
   const int parts = static_cast<int>(cluster.num_blocks());
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
-  split_rows<kPacks, ClusterExchange>(x, y, rows, cols, p, chunk);
+  split_rows<kPacks, kStages, ClusterExchange>(x, y, rows, cols, p, chunk);
   cluster.sync();  // no CTA leaves while another may still store into its shared memory
 #else
   __trap();  // (g) is launched only on sm_90 and later (the launcher checks)
@@ -305,13 +339,13 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 }
 
 // (h): groups of `parts` consecutive CTAs of a cooperative grid, persistent over rows.
-template <int kPacks>
-__global__ void __launch_bounds__(kSplitThreads, 2)
+template <int kPacks, int kStages>
+__global__ void __launch_bounds__(kSplitThreads, split_min_blocks(kPacks, kStages))
     grid_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                      int parts, int chunk) {
   const int k = blockIdx.x % parts;
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
-  split_rows<kPacks, GridExchange>(x, y, rows, cols, p, chunk);
+  split_rows<kPacks, kStages, GridExchange>(x, y, rows, cols, p, chunk);
 }
 
 }  // namespace step08_cluster
