@@ -31,19 +31,10 @@ void with_split_packs(int packs, F&& f) {
   f(std::integral_constant<int, 8>{});
 }
 
-// Calls f(std::integral_constant<int, P>, std::integral_constant<int, S>) for the plan's packs
-// (as with_split_packs) and stages (1..kMaxStages).
-template <typename F>
-void with_split_kernel(const SplitPlan& plan, F&& f) {
-  with_split_packs(plan.packs, [&](auto p) {
-    if (plan.stages <= 1) return f(p, std::integral_constant<int, 1>{});
-    if (plan.stages == 2) return f(p, std::integral_constant<int, 2>{});
-    f(p, std::integral_constant<int, 3>{});
-  });
-}
-
-size_t stage_bytes(int packs, int stages) {
-  return size_t(stages) * packs * kSplitThreads * sizeof(float4);
+// Dynamic shared memory: (g) one stage of the plan's packs a thread, (h) kGridStages.
+size_t stage_bytes(const SplitPlan& plan) {
+  const int stages = plan.path == Split::kGrid ? kGridStages : 1;
+  return size_t(stages) * plan.packs * kSplitThreads * sizeof(float4);
 }
 
 // The kernels' attributes, set once per device and kernel: the stage may pass the 48 KB default,
@@ -68,7 +59,7 @@ cudaLaunchConfig_t config(const SplitPlan& plan, cudaStream_t stream, cudaLaunch
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(plan.groups * plan.parts));
   cfg.blockDim = dim3(kSplitThreads);
-  cfg.dynamicSmemBytes = stage_bytes(plan.packs, plan.stages);
+  cfg.dynamicSmemBytes = stage_bytes(plan);
   cfg.stream = stream;
   if (plan.path == Split::kCluster) {
     attr->id = cudaLaunchAttributeClusterDimension;
@@ -90,18 +81,18 @@ int64_t groups_that_fit(const SplitPlan& plan) {
   static std::map<std::tuple<int, int, int, int>, int64_t> cache;
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
-  const auto key = std::make_tuple(device, int(plan.path), plan.parts, plan.packs * 16 + plan.stages);
+  const auto key = std::make_tuple(device, int(plan.path), plan.parts, plan.packs);
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto found = cache.find(key);
     if (found != cache.end()) return found->second;
   }
   int64_t fit = 0;
-  const size_t smem = stage_bytes(plan.packs, plan.stages);
-  with_split_kernel(plan, [&](auto p, auto s) {
-    constexpr int P = decltype(p)::value, S = decltype(s)::value;
+  const size_t smem = stage_bytes(plan);
+  with_split_packs(plan.packs, [&](auto p) {
+    constexpr int P = decltype(p)::value;
     if (plan.path == Split::kCluster) {
-      const auto kernel = cluster_rows_kernel<P, S>;
+      const auto kernel = cluster_rows_kernel<P>;
       prepare(kernel, smem, true);
       SplitPlan one = plan;
       one.groups = 1;
@@ -111,7 +102,7 @@ int64_t groups_that_fit(const SplitPlan& plan) {
       CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
       fit = clusters;
     } else {
-      const auto kernel = grid_rows_kernel<P, S>;
+      const auto kernel = grid_rows_kernel<P>;
       prepare(kernel, smem, false);
       const int64_t ctas =
           int64_t(device_info().sms) * blocks_per_sm(kernel, kSplitThreads, smem);
@@ -149,7 +140,7 @@ std::string cluster_report() {
          "): long rows and few rows are split over several SMs (paths g, h)";
 }
 
-SplitPlan make_split(Split path, int parts, int rows, int cols, int stages) {
+SplitPlan make_split(Split path, int parts, int rows, int cols) {
   const auto refuse = [&](const std::string& why) {
     throw std::invalid_argument("step08_cluster: cannot split rows of " + std::to_string(cols) +
                                 " floats over " + std::to_string(parts) + " CTAs: " + why);
@@ -157,12 +148,10 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int stages) {
   if (path == Split::kNone) refuse("no split path given");
   if (parts < 2) refuse("a split needs at least 2 CTAs");
   if (path == Split::kCluster && parts > kMaxClusterCtas) refuse("a cluster holds at most 16");
-  if (stages < 1 || stages > kMaxStages) refuse("stages must be 1 to " + std::to_string(kMaxStages));
   if (!clusters_usable()) refuse("thread block clusters are not in use on this device");
   SplitPlan plan;
   plan.path = path;
   plan.parts = parts;
-  plan.stages = stages;
   const int64_t slots = cols / 4;
   plan.chunk = static_cast<int>((slots + parts - 1) / parts);
   const int packs = (plan.chunk + kSplitThreads - 1) / kSplitThreads;
@@ -207,11 +196,11 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
                   cudaStream_t stream) {
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = config(plan, stream, &attr);
-  const size_t smem = stage_bytes(plan.packs, plan.stages);
-  with_split_kernel(plan, [&](auto p, auto s) {
-    constexpr int P = decltype(p)::value, S = decltype(s)::value;
+  const size_t smem = stage_bytes(plan);
+  with_split_packs(plan.packs, [&](auto p) {
+    constexpr int P = decltype(p)::value;
     if (plan.path == Split::kCluster) {
-      const auto kernel = cluster_rows_kernel<P, S>;
+      const auto kernel = cluster_rows_kernel<P>;
       prepare(kernel, smem, true);
       CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.chunk));
       CUDA_CHECK_LAUNCH();
@@ -230,7 +219,7 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
     } else {
       CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
     }
-    const auto kernel = grid_rows_kernel<P, S>;
+    const auto kernel = grid_rows_kernel<P>;
     prepare(kernel, smem, false);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk));
     CUDA_CHECK_LAUNCH();
@@ -241,7 +230,7 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
 std::string describe(const SplitPlan& plan) {
   if (plan.path == Split::kNone) return "not split";
   return std::string(plan.path == Split::kCluster ? "cluster" : "grid") +
-         " K=" + std::to_string(plan.parts) + " P=" + std::to_string(plan.packs) + " S=" + std::to_string(plan.stages) +
+         " K=" + std::to_string(plan.parts) + " P=" + std::to_string(plan.packs) +
          " groups=" + std::to_string(plan.groups);
 }
 

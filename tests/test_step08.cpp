@@ -58,9 +58,13 @@ std::vector<Case> cases() {
         out.push_back({path, 4, 12, 4 * 2048 * packs - 4 + r, r == 0 ? 0 : 3, r == 0 ? 0 : 3});
   // Groups of many CTAs, and few groups (so each loops over several rows).
   for (int k : {2, 7, 33, 64, 128, 200}) out.push_back({Split::kGrid, k, 12, k * 2048 + 1, 2, 2});
-  // More rows than clusters fit at once: the persistent loop, the parity of the exchange slots.
+  // More rows than clusters or groups fit at once: the persistent loop, the parity of the
+  // cluster's exchange slots, the four barrier sets and three stages of (h) (10 and 4 rows a
+  // group; 2 and 8 float4 a thread).
   out.push_back({Split::kCluster, 2, 300, 8192 + 2, 0, 0});
   out.push_back({Split::kCluster, 16, 40, 16 * 8192, 0, 0});
+  out.push_back({Split::kGrid, 64, 40, 64 * 4096 + 3, 1, 1});
+  out.push_back({Split::kGrid, 16, 30, 16 * 16384 + 1, 2, 2});
   // Parts that get no body slots at all (a row shorter than K slots): only the edges matter.
   out.push_back({Split::kCluster, 8, 12, 21, 1, 1});
   out.push_back({Split::kGrid, 8, 12, 7, 3, 3});

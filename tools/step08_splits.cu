@@ -3,13 +3,12 @@
 // step07 and memcpy: the experiments of docs/notes/step08.md.
 //
 //   build/softmax_step08_splits [--iters K]                    the built-in list (experiment 2)
-//   build/softmax_step08_splits --one ROWS COLS cluster|grid|default K [GROUPS [STAGES]]
+//   build/softmax_step08_splits --one ROWS COLS cluster|grid|default K [GROUPS]
 //
 // The list: for each entry, verification (four input kinds, at most 40 rows, rows off 16-byte
 // boundaries when N % 4 != 0), then the median of K launches with L2 flushed, memcpy and step07
 // timed interleaved with it: ratio to memcpy, and step07's time over this plan's. GROUPS > 0 runs
-// that many clusters or groups instead of the plan's (GROUPS = ROWS: one per row, no loop; 0: the
-// plan's); STAGES: rows in flight per CTA (1-3, default 1).
+// that many clusters or groups instead of the plan's (GROUPS = ROWS: one per row, no loop).
 // --one: a single unverified launch of one plan, for Nsight Compute. "default" is step08's own
 // choice (K ignored). Experiment 1's list and output are in docs/results/step08_experiments_h100.txt.
 // Exit codes: 0 ok, 1 a verification or CUDA failure, 2 bad usage, 77 no GPU or no clusters.
@@ -39,14 +38,13 @@ struct Plan {
   Split path;  // kNone: step08's own choice
   int parts;
   long groups = 0;  // > 0: this many clusters or groups instead of the plan's
-  int stages = 1;
 };
 
 // The plan the forced launcher runs (a softmax::Step launcher carries no state of its own).
 Plan g_plan;
 
 step08_cluster::SplitPlan split_of(const Plan& p, int rows, int cols) {
-  auto s = step08_cluster::make_split(p.path, p.parts, rows, cols, p.stages);
+  auto s = step08_cluster::make_split(p.path, p.parts, rows, cols);
   if (p.groups > 0) s.groups = std::min<long>(p.groups, rows);
   return s;
 }
@@ -67,7 +65,7 @@ std::string describe(const Plan& p) {
 int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--iters K]\n"
-               "       %s --one ROWS COLS cluster|grid|default K [GROUPS [STAGES]]\n",
+               "       %s --one ROWS COLS cluster|grid|default K [GROUPS]\n",
                argv0, argv0);
   return 2;
 }
@@ -77,33 +75,26 @@ int usage(const char* argv0) {
 int main(int argc, char** argv) {
   const Split C = Split::kCluster, G = Split::kGrid, N = Split::kNone;
   std::vector<Plan> plans = {
-      {4096, 32768, N, 0},          {4096, 32768, C, 2, 0, 1},    {4096, 32768, C, 2, 0, 2},
-      {4096, 32768, C, 2, 0, 3},    {4096, 32768, C, 4, 0, 3},    {2048, 65536, N, 0},
-      {2048, 65536, C, 4, 0, 2},    {2048, 65536, C, 4, 0, 3},    {2048, 65536, C, 8, 0, 1},
-      {2048, 65536, C, 8, 0, 3},    {2048, 65536, G, 4, 0, 3},    {1024, 131072, N, 0},
-      {1024, 131072, C, 8, 0, 2},   {1024, 131072, C, 8, 0, 3},   {1024, 131072, G, 8, 0, 3},
-      {1024, 131072, G, 16, 0, 3},  {512, 262144, N, 0},          {512, 262144, G, 16, 0, 2},
-      {512, 262144, G, 16, 0, 3},   {512, 262144, G, 32, 0, 3},   {512, 262147, N, 0},
-      {512, 262147, G, 16, 0, 3},   {256, 524288, N, 0},          {256, 524288, G, 32, 0, 3},
-      {128, 1048576, N, 0},         {128, 1048576, G, 64, 0, 3},  {64, 262144, N, 0},
-      {64, 262144, G, 16, 0, 3},    {64, 262144, G, 32, 0, 3},    {64, 262144, G, 64, 0, 3},
-      {8, 1048576, N, 0},           {8, 1048576, G, 64, 0, 3},    {8, 1048576, G, 128, 0, 3},
-      {8, 1048576, G, 256, 0, 3},   {32, 16384, N, 0},            {32, 16384, G, 4, 0, 3},
-      {32, 16384, G, 8, 0, 3},      {32, 16384, C, 8, 0, 3},      {128, 4096, N, 0},
-      {1, 1048576, N, 0},           {1, 1048576, G, 128, 0, 3},   {1, 1048576, G, 256, 0, 3},
+      {4096, 32768, N, 0},   {4096, 32768, G, 4},    {2048, 65536, N, 0},   {2048, 65536, G, 8},
+      {1024, 131072, N, 0},  {1024, 131072, G, 8},   {1024, 131072, G, 16}, {512, 262144, N, 0},
+      {512, 262144, G, 32},  {512, 262144, G, 64},   {512, 262144, C, 16},  {512, 262147, N, 0},
+      {512, 262147, G, 32},  {256, 524288, N, 0},    {256, 524288, G, 64},  {128, 1048576, N, 0},
+      {128, 1048576, G, 128}, {64, 262144, N, 0},    {64, 262144, G, 32},   {64, 262144, G, 64},
+      {8, 1048576, N, 0},    {8, 1048576, G, 128},   {8, 1048576, G, 256},  {1, 1048576, N, 0},
+      {1, 1048576, G, 256},  {32, 16384, N, 0},      {32, 16384, G, 4},     {32, 16384, G, 8},
+      {128, 4096, N, 0},     {128, 4096, G, 2},      {128, 4096, G, 4},
   };
   long iters = 30;
   bool one = false;
   try {
     if (argc == 3 && std::string(argv[1]) == "--iters") {
       iters = softmax::parse_int("--iters", argv[2], softmax::kMinRuns);
-    } else if (argc >= 6 && argc <= 8 && std::string(argv[1]) == "--one") {
+    } else if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--one") {
       const std::string path = argv[4];
       if (path != "cluster" && path != "grid" && path != "default") return usage(argv[0]);
       plans = {{softmax::parse_int("ROWS", argv[2], 1), softmax::parse_int("COLS", argv[3], 1),
                 path == "cluster" ? C : path == "grid" ? G : N, softmax::parse_int("K", argv[5], 0),
-                argc >= 7 ? softmax::parse_int("GROUPS", argv[6], 0) : 0,
-                argc == 8 ? softmax::parse_int("STAGES", argv[7], 1) : 1}};
+                argc == 7 ? softmax::parse_int("GROUPS", argv[6], 0) : 0}};
       one = true;
     } else if (argc != 1) {
       return usage(argv[0]);
