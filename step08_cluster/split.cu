@@ -31,16 +31,12 @@ void with_split_packs(int packs, F&& f) {
   f(std::integral_constant<int, 8>{});
 }
 
-// Dynamic shared memory: (g) one stage of the plan's packs a thread, (h) kGridStages.
-size_t stage_bytes(const SplitPlan& plan) {
-  const int stages = plan.path == Split::kGrid ? kGridStages : 1;
-  return size_t(stages) * plan.packs * kSplitThreads * sizeof(float4);
-}
+size_t stage_bytes(int packs) { return size_t(packs) * kSplitThreads * sizeof(float4); }
 
 // The kernels' attributes, set once per device and kernel: the stage may pass the 48 KB default,
 // and (g) may form clusters of 9-16 CTAs.
 template <typename Kernel>
-void prepare(Kernel kernel, size_t smem_bytes, bool cluster) {
+void prepare(Kernel kernel, int packs, bool cluster) {
   static std::mutex mutex;
   static std::map<std::pair<int, const void*>, bool> done;
   int device = 0;
@@ -49,7 +45,7 @@ void prepare(Kernel kernel, size_t smem_bytes, bool cluster) {
   if (!done.emplace(std::make_pair(device, reinterpret_cast<const void*>(kernel)), true).second)
     return;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(smem_bytes)));
+                                  static_cast<int>(stage_bytes(packs))));
   if (cluster)
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
 }
@@ -59,7 +55,7 @@ cudaLaunchConfig_t config(const SplitPlan& plan, cudaStream_t stream, cudaLaunch
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(plan.groups * plan.parts));
   cfg.blockDim = dim3(kSplitThreads);
-  cfg.dynamicSmemBytes = stage_bytes(plan);
+  cfg.dynamicSmemBytes = stage_bytes(plan.packs);
   cfg.stream = stream;
   if (plan.path == Split::kCluster) {
     attr->id = cudaLaunchAttributeClusterDimension;
@@ -88,12 +84,11 @@ int64_t groups_that_fit(const SplitPlan& plan) {
     if (found != cache.end()) return found->second;
   }
   int64_t fit = 0;
-  const size_t smem = stage_bytes(plan);
   with_split_packs(plan.packs, [&](auto p) {
     constexpr int P = decltype(p)::value;
     if (plan.path == Split::kCluster) {
       const auto kernel = cluster_rows_kernel<P>;
-      prepare(kernel, smem, true);
+      prepare(kernel, P, true);
       SplitPlan one = plan;
       one.groups = 1;
       cudaLaunchAttribute attr;
@@ -103,9 +98,9 @@ int64_t groups_that_fit(const SplitPlan& plan) {
       fit = clusters;
     } else {
       const auto kernel = grid_rows_kernel<P>;
-      prepare(kernel, smem, false);
-      const int64_t ctas =
-          int64_t(device_info().sms) * blocks_per_sm(kernel, kSplitThreads, smem);
+      prepare(kernel, P, false);
+      const int64_t ctas = int64_t(device_info().sms) *
+                           blocks_per_sm(kernel, kSplitThreads, stage_bytes(P));
       fit = std::min<int64_t>(ctas, kMaxGridCtas) / plan.parts;
     }
   });
@@ -183,7 +178,7 @@ SplitPlan plan_split(int rows, int cols) {
   if (slots <= device_info().cache_slots && rows >= sms) return {};
   const int64_t ctas = int64_t(sms) * 2;  // 512-thread CTAs resident at once
   const int64_t need = std::max<int64_t>(2, (slots + kSlotsPerCta - 1) / kSlotsPerCta);
-  if (need <= 8) {
+  if (need <= kMaxClusterCtas) {
     SplitPlan c = make_split(Split::kCluster, static_cast<int>(need), rows, cols);
     if (rows >= groups_that_fit(c)) return c;
   }
@@ -196,12 +191,11 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
                   cudaStream_t stream) {
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = config(plan, stream, &attr);
-  const size_t smem = stage_bytes(plan);
   with_split_packs(plan.packs, [&](auto p) {
     constexpr int P = decltype(p)::value;
     if (plan.path == Split::kCluster) {
       const auto kernel = cluster_rows_kernel<P>;
-      prepare(kernel, smem, true);
+      prepare(kernel, P, true);
       CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.chunk));
       CUDA_CHECK_LAUNCH();
       return;
@@ -220,7 +214,7 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
       CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
     }
     const auto kernel = grid_rows_kernel<P>;
-    prepare(kernel, smem, false);
+    prepare(kernel, P, false);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk));
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaEventRecord(done, stream));

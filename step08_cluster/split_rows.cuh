@@ -45,13 +45,11 @@ constexpr int kSplitWarps = kSplitThreads / kWarpSize;
 constexpr int kMaxClusterCtas = 16;  // 9-16 need cudaFuncAttributeNonPortableClusterSizeAllowed
 constexpr int kMaxGridCtas = 4096;   // the most CTAs path (h)'s exchange area has room for
 
-// Path (h)'s exchange area: a pair per CTA, a counter and a generation per group, in four sets
-// used in turn by the rows a group takes (GridBarrier says why four). Zero at load; every
-// barrier leaves its counter at zero again.
-constexpr int kGridSets = 4;
-__device__ float2 g_split_pairs[kGridSets][kMaxGridCtas];
-__device__ unsigned g_split_arrived[kGridSets][kMaxGridCtas];
-__device__ unsigned g_split_generation[kGridSets][kMaxGridCtas];
+// Path (h)'s exchange area: a pair per CTA (two sets, by row parity) and a counter and a
+// generation per group. Zero at load; every barrier leaves its counter at zero again.
+__device__ float2 g_split_pairs[2][kMaxGridCtas];
+__device__ unsigned g_split_arrived[kMaxGridCtas];
+__device__ unsigned g_split_generation[kMaxGridCtas];
 
 // Which part of which rows this CTA takes: part `index` of `parts` (K) of rows group, group +
 // groups, ... (a cluster or a group of K CTAs per row; `group` < groups is also its number).
@@ -84,33 +82,13 @@ __device__ __forceinline__ void copy16_async(uint32_t to, const float4* from, bo
       : "memory");
 }
 
-// A 4-byte asynchronous copy (cp.async.ca: the only kind that moves fewer than 16 bytes), for
-// the head and tail elements, issued only where `on`.
-__device__ __forceinline__ void copy4_async(uint32_t to, const float* from, bool on) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
-      " @p cp.async.ca.shared.global [%0], [%1], 4;\n}\n" ::"r"(to),
-      "l"(from), "r"(int(on))
-      : "memory");
-}
-
-// Whether thread t holds a head or tail element of the row, and where it is in the row.
-__device__ __forceinline__ bool edge_of(const PartRow& pr, const Part& p, int t, size_t& at) {
-  if (p.index == 0 && t < pr.r.head) {
-    at = pr.r.start + t;
-    return true;
-  }
-  at = pr.r.start + pr.r.tail_at + t;
-  return p.index == p.parts - 1 && t < pr.r.tail;
-}
-
 // Issues this thread's copies of its slots of a row into `stage` (slot t + k*512 at the same
-// index) and of its head or tail element (threads 0-2 of the first and last part) into `edge`.
-// Each thread later reads exactly what it copied, so no barrier is needed between the two.
+// index), and loads its head or tail element (threads 0-2 of the first and last part).
 template <int kPacks>
 __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row, int rows,
                                            int cols, const Part& p, int chunk, uint32_t stage,
-                                           uint32_t edge) {
+                                           float& edge) {
+  edge = -INFINITY;
   if (row >= rows) return;
   const PartRow pr(lead, row, cols, p, chunk);
   const int t = threadIdx.x;
@@ -121,9 +99,8 @@ __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row
     copy16_async(to + k * kSplitThreads * sizeof(float4), in + k * kSplitThreads,
                  t + k * kSplitThreads < pr.count);
   }
-  size_t at = 0;
-  const bool has_edge = edge_of(pr, p, t, at);
-  copy4_async(edge + t * uint32_t(sizeof(float)), x + at, has_edge);
+  if (p.index == 0 && t < pr.r.head) edge = x[pr.r.start + t];
+  if (p.index == p.parts - 1 && t < pr.r.tail) edge = x[pr.r.start + pr.r.tail_at + t];
 }
 
 // What a CTA keeps in shared memory for the exchange of (g): the K pairs of a row, two sets by row
@@ -206,38 +183,28 @@ struct ClusterExchange {
   }
 };
 
-// The exchange of (h): pairs in global memory, a counting barrier per group, split in two so
-// that a CTA can reduce its next row while the others catch up (split_rows_overlapped).
-//   arrive: thread 0 publishes the CTA's pair and counts itself in; the last of the K to arrive
-//           resets the count and bumps the generation. Returns the generation it saw before.
-//   wait:   thread 0 waits for the generation to move past that; then every warp reads the K
-//           pairs from L2 and merges them into the row's pair.
-// Set `set` of four: a CTA arrives for row j + 1 before it waits for row j, so it may publish
-// row j + 4's pair (into row j's set) once it has passed the wait for row j + 2, which only
-// needs every CTA to have arrived for row j + 2. Each CTA does that after it has read row j's
-// pairs (row j + 1's iteration, with block barriers between): no pair is overwritten while read.
-struct GridBarrier {
-  __device__ __forceinline__ static unsigned arrive(const Part& p, int set, float max_val,
-                                                    float sum) {
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(g_split_arrived[set][p.group]);
-    cuda::atomic_ref<unsigned, cuda::thread_scope_device> generation(
-        g_split_generation[set][p.group]);
-    g_split_pairs[set][blockIdx.x] = make_float2(max_val, sum);
-    const unsigned gen = generation.load(cuda::memory_order_acquire);
-    if (arrived.fetch_add(1, cuda::memory_order_acq_rel) == unsigned(p.parts - 1)) {
-      arrived.store(0, cuda::memory_order_relaxed);
-      generation.fetch_add(1, cuda::memory_order_release);
-    }
-    return gen;
-  }
+// The exchange of (h): pairs in global memory, a counting barrier per group. Thread 0 publishes
+// the pair and arrives; the last of the K to arrive resets the count and bumps the generation,
+// which the others wait for. Then every warp reads the K pairs from L2 and merges them. Two sets
+// of pairs by row parity, for the reason ClusterExchange gives.
+struct GridExchange {
+  __device__ __forceinline__ static void init(ExchangeArea&) {}
 
-  // All threads; `gen` is what thread 0's arrive returned.
-  __device__ __forceinline__ static void wait(const Part& p, int set, unsigned gen,
-                                              float& max_val, float& sum) {
+  __device__ __forceinline__ static void run(const Part& p, int64_t use, ExchangeArea&,
+                                             float& max_val, float& sum) {
+    float2* const pairs = g_split_pairs[use & 1];
     if (threadIdx.x == 0) {
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(g_split_arrived[p.group]);
       cuda::atomic_ref<unsigned, cuda::thread_scope_device> generation(
-          g_split_generation[set][p.group]);
-      while (generation.load(cuda::memory_order_acquire) == gen) __nanosleep(32);
+          g_split_generation[p.group]);
+      pairs[blockIdx.x] = make_float2(max_val, sum);
+      const unsigned gen = generation.load(cuda::memory_order_acquire);
+      if (arrived.fetch_add(1, cuda::memory_order_acq_rel) == unsigned(p.parts - 1)) {
+        arrived.store(0, cuda::memory_order_relaxed);
+        generation.fetch_add(1, cuda::memory_order_release);
+      } else {
+        while (generation.load(cuda::memory_order_acquire) == gen) __nanosleep(32);
+      }
     }
     __syncthreads();
     const int lane = threadIdx.x % kWarpSize;
@@ -245,51 +212,48 @@ struct GridBarrier {
     max_val = -INFINITY;
     sum = 0.f;
     for (int k = lane; k < p.parts; k += kWarpSize) {
-      const float2 other = __ldcg(&g_split_pairs[set][base + k]);
+      const float2 other = __ldcg(pairs + base + k);
       merge(max_val, sum, other.x, other.y);
     }
     warp_reduce_pair(max_val, sum);
   }
 };
 
-// (g): one row per cluster per round, the next row's part in flight (see the top). kPacks:
-// float4 slots per thread (chunk <= kPacks * 512). Dynamic shared memory: the stage, kPacks * 512
-// float4. Two stages or three (one CTA an SM) measured no faster (docs/notes/step08.md, change 2).
-template <int kPacks>
-__device__ __forceinline__ void cluster_rows(const float* __restrict__ x, float* __restrict__ y,
+// One row per cluster or group per round, the next row's part in flight (see the top).
+// kPacks: float4 slots per thread (chunk <= kPacks * 512). Dynamic shared memory: kPacks * 512
+// float4, the stage.
+template <int kPacks, typename Exchange>
+__device__ __forceinline__ void split_rows(const float* __restrict__ x, float* __restrict__ y,
                                            int rows, int cols, const Part p, int chunk) {
   extern __shared__ float4 stage[];
-  __shared__ float stage_edges[4];
   __shared__ float2 warp_pairs[2][kSplitWarps];
   __shared__ ExchangeArea area;
   const int lead = lead_of(x);  // y's is the same (the launcher checks)
   const int tid = threadIdx.x;
-  const uint32_t stage_at = shared_at(stage), edges_at = shared_at(stage_edges);
-  fetch_part<kPacks>(x, lead, p.group, rows, cols, p, chunk, stage_at, edges_at);
+  float next_edge;
+  const uint32_t stage_at = shared_at(stage);
+  fetch_part<kPacks>(x, lead, p.group, rows, cols, p, chunk, stage_at, next_edge);
   __pipeline_commit();
-  ClusterExchange::init(area);
+  Exchange::init(area);
   int64_t use = 0;  // rows this CTA has taken
   for (int64_t row = p.group; row < rows; row += p.groups, ++use) {
     const int parity = static_cast<int>(use & 1);
     const PartRow pr(lead, row, cols, p, chunk);
     // This row's slots: from the stage into registers (each thread reads only what it copied).
     __pipeline_wait_prior(0);
-    float v[kPacks][4], edge[1];
+    float v[kPacks][4], edge[1] = {next_edge};
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      const int i = tid + k * kSplitThreads;
-      if (i < pr.count) {
-        const float4 c = stage[i];
+      const int s = tid + k * kSplitThreads;
+      if (s < pr.count) {
+        const float4 c = stage[s];
         v[k][0] = c.x, v[k][1] = c.y, v[k][2] = c.z, v[k][3] = c.w;
       } else {
         v[k][0] = v[k][1] = v[k][2] = v[k][3] = -INFINITY;
       }
     }
-    size_t edge_at = 0;
-    const bool has_edge = edge_of(pr, p, tid, edge_at);
-    edge[0] = has_edge ? stage_edges[tid] : -INFINITY;
     // The next row's slots, into the stage just emptied.
-    fetch_part<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage_at, edges_at);
+    fetch_part<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage_at, next_edge);
     __pipeline_commit();
 
     // The thread's pair against its own max (a thread with only -inf, or nothing, takes exps
@@ -300,7 +264,7 @@ __device__ __forceinline__ void cluster_rows(const float* __restrict__ x, float*
     float max_val = thread_max;
     block_reduce_pair<kSplitThreads>(max_val, sum, warp_pairs[parity]);
     float row_max = max_val, row_sum = sum;
-    ClusterExchange::run(p, use, area, row_max, row_sum);
+    Exchange::run(p, use, area, row_max, row_sum);
 
     // y = exp(x - base) * exp(base - row_max) / row_sum. A thread that saw no finite value holds
     // only zeros: its factor is 0 / row_sum, which is 0, or NaN where the row's sum is NaN (a NaN
@@ -311,110 +275,14 @@ __device__ __forceinline__ void cluster_rows(const float* __restrict__ x, float*
     float4* out = pr.r.body_of(y) + p.first;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      const int i = tid + k * kSplitThreads;
-      if (i < pr.count)
-        out[i] = make_float4(v[k][0] * factor, v[k][1] * factor, v[k][2] * factor,
+      const int s = tid + k * kSplitThreads;
+      if (s < pr.count)
+        out[s] = make_float4(v[k][0] * factor, v[k][1] * factor, v[k][2] * factor,
                              v[k][3] * factor);
     }
-    if (has_edge) y[edge_at] = edge[0] * factor;
-  }
-}
-
-// (h): a group of K CTAs per row, its barrier overlapped with the next row. A CTA arrives at the
-// barrier of row j as soon as it has reduced its part, reduces its part of row j + 1, and only
-// then waits for row j's barrier and writes row j: the wait that (g)'s exchange makes cheap
-// (DSMEM between SMs of a GPC) costs a round trip through L2 per atomic here, and waiting on it
-// at once measured 5-20% of the time (docs/notes/step08.md, change 2). Rows stay in shared
-// memory: kStages stages of kPacks * 512 float4 (dynamic), used in turn by rows j - 1 (written
-// in this iteration), j (reduced), and j + 1 ... (in flight). The reduction keeps the
-// exponentials in the stage, so the write reads them back and scales them.
-template <int kPacks, int kStages>
-__device__ __forceinline__ void grid_rows(const float* __restrict__ x, float* __restrict__ y,
-                                          int rows, int cols, const Part p, int chunk) {
-  static_assert(kStages >= 3, "rows j - 1 and j, and at least one in flight");
-  extern __shared__ float4 stage[];
-  __shared__ float stage_edges[kStages][4];
-  __shared__ float2 warp_pairs[2][kSplitWarps];
-  constexpr int kStageSlots = kPacks * kSplitThreads;
-  const int lead = lead_of(x);  // y's is the same (the launcher checks)
-  const int tid = threadIdx.x;
-  const uint32_t stage_at = shared_at(stage), edges_at = shared_at(stage_edges);
-  const auto fetch = [&](int64_t row, int s) {
-    fetch_part<kPacks>(x, lead, row, rows, cols, p, chunk,
-                       stage_at + s * kStageSlots * uint32_t(sizeof(float4)),
-                       edges_at + s * uint32_t(sizeof(stage_edges[0])));
-    __pipeline_commit();  // one batch a row, empty past the last row
-  };
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) fetch(p.group + s * p.groups, s);
-  // What row j - 1 left for its write: this thread's max and exponentiated edge element, and
-  // (thread 0) the generation its arrival saw.
-  float prev_max = -INFINITY, prev_edge = -INFINITY;
-  unsigned prev_gen = 0;
-  int s = 0;  // row j's stage: j % kStages
-  for (int64_t j = 0, row = p.group;; ++j, row += p.groups) {
-    const int prev_s = s == 0 ? kStages - 1 : s - 1;
-    float thread_max = -INFINITY, edge = -INFINITY;
-    unsigned gen = 0;
-    if (row < rows) {  // reduce row j and arrive
-      const PartRow pr(lead, row, cols, p, chunk);
-      __pipeline_wait_prior(kStages - 2);
-      float v[kPacks][4], e[1];
-      float4* const in = stage + s * kStageSlots;
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        const int i = tid + k * kSplitThreads;
-        if (i < pr.count) {
-          const float4 c = in[i];
-          v[k][0] = c.x, v[k][1] = c.y, v[k][2] = c.z, v[k][3] = c.w;
-        } else {
-          v[k][0] = v[k][1] = v[k][2] = v[k][3] = -INFINITY;
-        }
-      }
-      size_t edge_at = 0;
-      e[0] = edge_of(pr, p, tid, edge_at) ? stage_edges[s][tid] : -INFINITY;
-      // The thread's pair against its own max (a thread with only -inf, or nothing, takes exps
-      // against 0 and gets sum 0), then the CTA's.
-      thread_max = fmaxf(max_of(v), e[0]);
-      const float base = thread_max == -INFINITY ? 0.f : thread_max;
-      float sum = exp_in_place(v, base) + exp_in_place(e, base);
-      edge = e[0];
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        const int i = tid + k * kSplitThreads;
-        if (i < pr.count) in[i] = make_float4(v[k][0], v[k][1], v[k][2], v[k][3]);
-      }
-      float max_val = thread_max;
-      block_reduce_pair<kSplitThreads>(max_val, sum, warp_pairs[j & 1]);
-      if (tid == 0) gen = GridBarrier::arrive(p, int(j % kGridSets), max_val, sum);
-    }
-    if (j > 0) {  // row j - 1: wait for its barrier, scale, store
-      float row_max, row_sum;
-      GridBarrier::wait(p, int((j - 1) % kGridSets), prev_gen, row_max, row_sum);
-      // y = exp(x - base) * exp(base - row_max) / row_sum, as in cluster_rows.
-      const float factor =
-          (prev_max == -INFINITY ? 0.f : rescale(prev_max, row_max)) * reciprocal(row_sum);
-      const PartRow pr(lead, row - p.groups, cols, p, chunk);
-      const float4* const in = stage + prev_s * kStageSlots;
-      float4* out = pr.r.body_of(y) + p.first;
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        const int i = tid + k * kSplitThreads;
-        if (i < pr.count) {
-          const float4 c = in[i];
-          out[i] = make_float4(c.x * factor, c.y * factor, c.z * factor, c.w * factor);
-        }
-      }
-      size_t edge_at = 0;
-      if (edge_of(pr, p, tid, edge_at)) y[edge_at] = prev_edge * factor;
-    }
-    if (row >= rows) break;
-    // Row j + kStages - 1 into row j - 1's stage (each thread refills only the slots it read).
-    fetch(row + (kStages - 1) * p.groups, prev_s);
-    prev_max = thread_max;
-    prev_edge = edge;
-    prev_gen = gen;
-    s = s + 1 == kStages ? 0 : s + 1;
+    if (p.index == 0 && tid < pr.r.head) y[pr.r.start + tid] = edge[0] * factor;
+    if (p.index == p.parts - 1 && tid < pr.r.tail)
+      y[pr.r.start + pr.r.tail_at + tid] = edge[0] * factor;
   }
 }
 
@@ -429,23 +297,21 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
   const int k = static_cast<int>(cluster.block_rank());
   const int parts = static_cast<int>(cluster.num_blocks());
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
-  cluster_rows<kPacks>(x, y, rows, cols, p, chunk);
+  split_rows<kPacks, ClusterExchange>(x, y, rows, cols, p, chunk);
   cluster.sync();  // no CTA leaves while another may still store into its shared memory
 #else
   __trap();  // (g) is launched only on sm_90 and later (the launcher checks)
 #endif
 }
 
-// (h): groups of `parts` consecutive CTAs of a cooperative grid, persistent over rows. Three
-// stages of kPacks float4 a thread: 2 CTAs an SM up to 4 (96 KB each), 1 at 8.
-constexpr int kGridStages = 3;
+// (h): groups of `parts` consecutive CTAs of a cooperative grid, persistent over rows.
 template <int kPacks>
-__global__ void __launch_bounds__(kSplitThreads, kPacks <= 4 ? 2 : 1)
+__global__ void __launch_bounds__(kSplitThreads, 2)
     grid_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                      int parts, int chunk) {
   const int k = blockIdx.x % parts;
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
-  grid_rows<kPacks, kGridStages>(x, y, rows, cols, p, chunk);
+  split_rows<kPacks, GridExchange>(x, y, rows, cols, p, chunk);
 }
 
 }  // namespace step08_cluster
