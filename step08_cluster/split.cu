@@ -178,7 +178,7 @@ SplitPlan plan_split(int rows, int cols) {
   if (slots <= device_info().cache_slots && rows >= sms) return {};
   const int64_t ctas = int64_t(sms) * 2;  // 512-thread CTAs resident at once
   const int64_t need = std::max<int64_t>(2, (slots + kSlotsPerCta - 1) / kSlotsPerCta);
-  if (need <= kMaxClusterCtas) {
+  if (need <= 8) {
     SplitPlan c = make_split(Split::kCluster, static_cast<int>(need), rows, cols);
     if (rows >= groups_that_fit(c)) return c;
   }
@@ -201,9 +201,11 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
       return;
     }
     // Path (h)'s exchange area is one per device: grid launches on different streams must not
-    // run at the same time, so each waits for the one before it.
+    // run at the same time, so each waits for the one before it. Each gets the next epoch for
+    // its flags (never 0, the flags' value at load).
     static std::mutex mutex;
     static std::map<int, cudaEvent_t> last;
+    static std::map<int, unsigned> epochs;
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     std::lock_guard<std::mutex> lock(mutex);
@@ -213,9 +215,11 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
     } else {
       CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
     }
+    unsigned& epoch = epochs[device];
+    if (++epoch == 0) epoch = 1;
     const auto kernel = grid_rows_kernel<P>;
     prepare(kernel, P, false);
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk, epoch));
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaEventRecord(done, stream));
   });
