@@ -201,11 +201,9 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
       return;
     }
     // Path (h)'s exchange area is one per device: grid launches on different streams must not
-    // run at the same time, so each waits for the one before it. Each gets the next epoch for
-    // its flags (never 0, the flags' value at load).
+    // run at the same time, so each waits for the one before it.
     static std::mutex mutex;
     static std::map<int, cudaEvent_t> last;
-    static std::map<int, unsigned> epochs;
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     std::lock_guard<std::mutex> lock(mutex);
@@ -215,11 +213,9 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
     } else {
       CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
     }
-    unsigned& epoch = epochs[device];
-    if (++epoch == 0) epoch = 1;
     const auto kernel = grid_rows_kernel<P>;
     prepare(kernel, P, false);
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk, epoch));
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk));
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaEventRecord(done, stream));
   });

@@ -17,10 +17,10 @@
 //   (g) a thread block cluster (sm_90): the K = 2..16 CTAs are co-scheduled on one GPC; each
 //       stores its pair into every CTA's shared memory (distributed shared memory, st.async) and
 //       each waits on its own transaction barrier (mbarrier) until all K pairs have landed.
-//   (h) a group of K CTAs of a cooperative grid (any K): pairs in global memory, each with a
-//       flag that says which row it belongs to; every CTA waits until all K flags show the row.
-//       Cooperative launch guarantees every CTA is resident, so a CTA spinning on a flag cannot
-//       keep the one it waits for from running.
+//   (h) a group of K CTAs of a cooperative grid (any K): pairs in global memory, the barrier a
+//       counter in global memory that the last CTA to arrive resets. Cooperative launch
+//       guarantees every CTA is resident, so a CTA spinning on the counter cannot keep the one it
+//       waits for from running.
 //
 // Both are persistent: a cluster or group takes rows g, g + groups, ... While it reduces and
 // writes one row, the next row's part is already on its way: each thread copies its slots of the
@@ -45,19 +45,18 @@ constexpr int kSplitWarps = kSplitThreads / kWarpSize;
 constexpr int kMaxClusterCtas = 16;  // 9-16 need cudaFuncAttributeNonPortableClusterSizeAllowed
 constexpr int kMaxGridCtas = 4096;   // the most CTAs path (h)'s exchange area has room for
 
-// Path (h)'s exchange area: a pair and a flag per CTA, two sets by row parity. A flag holds the
-// launch's epoch (high 32 bits, never 0: the launcher counts launches) and the row count of the
-// CTA that wrote it, so no flag needs resetting between rows or launches.
+// Path (h)'s exchange area: a pair per CTA (two sets, by row parity) and a counter and a
+// generation per group. Zero at load; every barrier leaves its counter at zero again.
 __device__ float2 g_split_pairs[2][kMaxGridCtas];
-__device__ unsigned long long g_split_flags[2][kMaxGridCtas];
+__device__ unsigned g_split_arrived[kMaxGridCtas];
+__device__ unsigned g_split_generation[kMaxGridCtas];
 
 // Which part of which rows this CTA takes: part `index` of `parts` (K) of rows group, group +
 // groups, ... (a cluster or a group of K CTAs per row; `group` < groups is also its number).
 struct Part {
   int index, parts;
   int64_t group, groups;
-  int first;       // the part's first body slot, in every row
-  unsigned epoch;  // (h): this launch's number (GridExchange)
+  int first;  // the part's first body slot, in every row
 };
 
 // The part of row `row` this CTA holds: its slots (count <= chunk, may be 0) and edges.
@@ -184,37 +183,36 @@ struct ClusterExchange {
   }
 };
 
-// The exchange of (h): pairs in global memory, flagged. Thread 0 stores the CTA's pair, then its
-// flag with release semantics (the pair is visible to whoever sees the flag); lane k of every
-// warp waits (acquire) until part k's flag carries this row, then reads that pair from L2, and
-// the warp merges the K pairs. No counter, no atomic read-modify-write, nothing to reset: the
-// counting barrier this replaces took a round trip through L2 for each of a generation load, the
-// count's increment, the last CTA's bump and the waiters' poll, and it was the largest stall of
-// (h) (docs/notes/step08.md, change 2). Two sets by row parity, for the reason ClusterExchange
-// gives: a CTA writes row i+2's pair only after it has seen every CTA's row i+1 flag, and each
-// CTA writes that only after all its warps have read row i's pairs.
+// The exchange of (h): pairs in global memory, a counting barrier per group. Thread 0 publishes
+// the pair and arrives; the last of the K to arrive resets the count and bumps the generation,
+// which the others wait for. Then every warp reads the K pairs from L2 and merges them. Two sets
+// of pairs by row parity, for the reason ClusterExchange gives.
 struct GridExchange {
   __device__ __forceinline__ static void init(ExchangeArea&) {}
 
   __device__ __forceinline__ static void run(const Part& p, int64_t use, ExchangeArea&,
                                              float& max_val, float& sum) {
-    const int set = static_cast<int>(use & 1);
-    const unsigned long long mark =
-        (static_cast<unsigned long long>(p.epoch) << 32) | static_cast<uint32_t>(use);
+    float2* const pairs = g_split_pairs[use & 1];
     if (threadIdx.x == 0) {
-      g_split_pairs[set][blockIdx.x] = make_float2(max_val, sum);
-      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(g_split_flags[set][blockIdx.x])
-          .store(mark, cuda::memory_order_release);
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(g_split_arrived[p.group]);
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> generation(
+          g_split_generation[p.group]);
+      pairs[blockIdx.x] = make_float2(max_val, sum);
+      const unsigned gen = generation.load(cuda::memory_order_acquire);
+      if (arrived.fetch_add(1, cuda::memory_order_acq_rel) == unsigned(p.parts - 1)) {
+        arrived.store(0, cuda::memory_order_relaxed);
+        generation.fetch_add(1, cuda::memory_order_release);
+      } else {
+        while (generation.load(cuda::memory_order_acquire) == gen) __nanosleep(32);
+      }
     }
+    __syncthreads();
     const int lane = threadIdx.x % kWarpSize;
     const int64_t base = blockIdx.x - p.index;  // the group's part 0
     max_val = -INFINITY;
     sum = 0.f;
     for (int k = lane; k < p.parts; k += kWarpSize) {
-      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> flag(
-          g_split_flags[set][base + k]);
-      while (flag.load(cuda::memory_order_acquire) != mark) __nanosleep(20);
-      const float2 other = __ldcg(&g_split_pairs[set][base + k]);
+      const float2 other = __ldcg(pairs + base + k);
       merge(max_val, sum, other.x, other.y);
     }
     warp_reduce_pair(max_val, sum);
@@ -298,7 +296,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
   cg::cluster_group cluster = cg::this_cluster();
   const int k = static_cast<int>(cluster.block_rank());
   const int parts = static_cast<int>(cluster.num_blocks());
-  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk, 0};
+  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
   split_rows<kPacks, ClusterExchange>(x, y, rows, cols, p, chunk);
   cluster.sync();  // no CTA leaves while another may still store into its shared memory
 #else
@@ -310,9 +308,9 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 template <int kPacks>
 __global__ void __launch_bounds__(kSplitThreads, 2)
     grid_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
-                     int parts, int chunk, unsigned epoch) {
+                     int parts, int chunk) {
   const int k = blockIdx.x % parts;
-  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk, epoch};
+  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
   split_rows<kPacks, GridExchange>(x, y, rows, cols, p, chunk);
 }
 
