@@ -18,7 +18,8 @@
 // | (h)  | few long rows, or > 16 CTAs | | K CTAs of a cooperative grid per row    | split_rows.cuh |
 // | (a') | unaligned     | 17..131    | tiles of rows via shared memory, 2-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
-// | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each   | warp_rows.cuh  |
+// | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
+// |      |               |            | many rows: 4-8 lanes, 2-4 slots each     |                |
 // | (b)  | <= 288        | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
 // | (c)  | <= 4096       | <= 16387   | a block per row, in registers            | block_rows.cuh |
 // | (d)  | fits in smem  | <= ~58K    | a block per row, in shared memory        | long_rows.cuh  |
@@ -29,8 +30,10 @@
 //   why): without them, and for rows longer than the whole GPU holds in registers (about 4.3M
 //   floats on an H100), every shape runs step07's paths (a)-(f), whose reasons follow.
 //   (a) a full warp on a row of 32 floats would
-//   leave 24 of 32 lanes idle. (a') unaligned rows of 17-131 floats lose more to the per-row head
-//   and tail than a tile copy through shared memory costs (change 15), on matrices with enough
+//   leave 24 of 32 lanes idle; on many rows, fewer lanes with 2-4 slots each measured 1-3% faster
+//   than one slot a lane (change 18). (a') unaligned rows of 17-131 floats lose more to the
+//   per-row head and tail than a tile copy through shared memory costs (change 15), on matrices
+//   with enough
 //   tiles to fill the GPU (change 17: 0.95-1.00 of memcpy from 65536 rows, where (a) ran at
 //   0.86-0.93; fewer tiles, (a) is faster). (b) and the 32-lane groups
 //   of (a) keep the next row's loads in flight while they reduce the current one (change 13),
@@ -75,6 +78,17 @@ void with_packs(int64_t packs, F&& f) {
   }
 }
 
+// Whether rows x cols makes at least 1.5 waves of path (a)/(b) blocks with this mapping.
+template <int kGroup, int kPacks, bool kAligned>
+bool many_waves(int rows) {
+  constexpr int kRowsPerBlock = kWarpThreads / kGroup;
+  const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
+  const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
+  const int64_t resident =
+      int64_t(device_info().sms) * std::max(1, blocks_per_sm(one_row, kWarpThreads, 0));
+  return 2 * work_blocks >= 3 * resident;
+}
+
 // (a) and (b). A matrix of at least 1.5 waves of blocks gets a block per group of rows, one row
 // per group, and the hardware's block scheduler (as path c); a smaller one a persistent grid
 // where, for whole warps at every slot count but 4, the next row is in flight (see the header).
@@ -83,10 +97,8 @@ void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t
   constexpr bool kNextInFlight = kPacks != 4 && kGroup == kWarpSize;
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
-  const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
-  const int64_t resident =
-      int64_t(device_info().sms) * std::max(1, blocks_per_sm(one_row, kWarpThreads, 0));
-  if (2 * work_blocks >= 3 * resident) {
+  if (many_waves<kGroup, kPacks, kAligned>(rows)) {
+    const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
     one_row<<<static_cast<unsigned>(work_blocks), kWarpThreads, 0, stream>>>(x, y, rows, cols);
     CUDA_CHECK_LAUNCH();
     return;
@@ -95,15 +107,30 @@ void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t
                     work_blocks, x, y, rows, cols, stream, kNextInFlight ? 2 : 1);
 }
 
-// (a): the group is the smallest power of two that gives each lane one slot.
+// (a): one slot a lane, in groups of the smallest power of two of lanes that holds the row. On
+// matrices of 1.5 waves of such blocks or more, rows of 5-32 slots take 2 or 4 slots a lane in
+// groups of 4 or 8 lanes instead: fewer, fuller blocks, 32-64 bytes a lane in flight, and 2-3
+// fewer shuffle rounds per reduction (docs/notes/step07.md, change 18: 65536x128 1.02 of memcpy
+// against 0.99, 65536x64 0.99 against 0.98; on 8192 rows, less than a wave, the wide groups were
+// ahead).
 template <bool kAligned>
 void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols,
                      cudaStream_t stream) {
   if (slots <= 1) return launch_warp_rows<1, 1, kAligned>(x, y, rows, cols, stream);
   if (slots <= 2) return launch_warp_rows<2, 1, kAligned>(x, y, rows, cols, stream);
   if (slots <= 4) return launch_warp_rows<4, 1, kAligned>(x, y, rows, cols, stream);
-  if (slots <= 8) return launch_warp_rows<8, 1, kAligned>(x, y, rows, cols, stream);
-  if (slots <= 16) return launch_warp_rows<16, 1, kAligned>(x, y, rows, cols, stream);
+  if (slots <= 8) {
+    if (many_waves<8, 1, kAligned>(rows))
+      return launch_warp_rows<4, 2, kAligned>(x, y, rows, cols, stream);
+    return launch_warp_rows<8, 1, kAligned>(x, y, rows, cols, stream);
+  }
+  if (slots <= 16) {
+    if (many_waves<16, 1, kAligned>(rows))
+      return launch_warp_rows<8, 2, kAligned>(x, y, rows, cols, stream);
+    return launch_warp_rows<16, 1, kAligned>(x, y, rows, cols, stream);
+  }
+  if (many_waves<32, 1, kAligned>(rows))
+    return launch_warp_rows<8, 4, kAligned>(x, y, rows, cols, stream);
   return launch_warp_rows<32, 1, kAligned>(x, y, rows, cols, stream);
 }
 

@@ -156,6 +156,13 @@ std::vector<Group> groups() {
        {17, 19, 31, 32, 33, 61, 64, 65, 67, 125, 127, 128, 129, 131},
        {InputKind::kMaxAtEnds},
        {{0, 0}, {1, 1}, {3, 3}}},
+      // Aligned rows of 5-32 slots on 65536 rows, 1.5 waves or more of one-slot groups on GPUs of
+      // up to ~170 SMs: (a) switches to 4 or 8 lanes a row holding 2-4 slots each.
+      {"a_many_rows_wide_lanes",
+       65536,
+       {20, 24, 32, 36, 60, 64, 68, 100, 124, 128},
+       normal_and_ends,
+       {{0, 0}}},
       // Enough rows for 1.5 waves of blocks: (a) and (b) launch one row per group, no loop.
       {"ab_one_row_per_group",
        40000,

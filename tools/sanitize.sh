@@ -19,7 +19,8 @@ san=${COMPUTE_SANITIZER:-compute-sanitizer}
 read -r -a tools <<<"${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}"
 
 # step07_persistent's paths by S, the 16-byte slots a row needs (N / 4 for N % 4 == 0 and
-# 16-byte aligned x and y, else at most floor((N + 6) / 4)): (a) S <= 32 sub-warp groups, except
+# 16-byte aligned x and y, else at most floor((N + 6) / 4)): (a) S <= 32 sub-warp groups (4 or 8
+# lanes of 2-4 slots each from S = 5 on matrices of 1.5 waves of one-slot groups or more), except
 # (a') unaligned rows of 17..131 floats on matrices of 2.5 tiles per SM or more, tiles of rows
 # through shared memory with 2, 4, 8 or 16 lanes a row; (b) S <= 288 a warp
 # per row (two kernels, by float4 per lane; (a) and (b) launch one row per group for matrices of
@@ -34,7 +35,7 @@ step07_paths() {
     "$s:4096x127" "$s:1001x97+2+2" "$s:1001x128+1+1" "$s:1001x131+3+3" \
     "$s:65536x128" "$s:65536x61+1+1" "$s:16384x256" "$s:40000x1031+2+2" \
     "$s:65536x19+2+2" "$s:65536x45+3+3" "$s:32768x127+1+1" "$s:20000x131+1+1" \
-    "$s:65536x64+1+1" \
+    "$s:65536x64+1+1" "$s:65536x32" "$s:65536x64" "$s:65536x100" \
     "$s:1001x256" "$s:1001x512" "$s:1001x1152" "$s:1001x1031" "$s:1001x1024+1+1" \
     "$s:512x1155+3+3" "$s:512x2048" "$s:512x1157" "$s:512x2045+2+2" \
     "$s:256x4096" "$s:256x16384" "$s:256x8191" "$s:256x8192+2+2" "$s:256x16381+1+1" \
@@ -54,7 +55,8 @@ step08_paths() {
     "$s:200x65536" "$s:200x65539+1+1" "$s:100x98304+2+2" "$s:40x131075+3+3" \
     "$s:2x1048579+1+1" "$s:8x262147" "$s:4x70002+2+2" "$s:16x20000" "$s:20x524288" \
     "$s:1x4400003" "$s:4096x64" "$s:65536x127+1+1" "$s:1001x1031+3+3" "$s:256x8192+2+2" \
-    "$s:300x32771+1+1" "$s:8x65536+1+2"
+    "$s:300x32771+1+1" "$s:8x65536+1+2" "$s:65536x128" "$s:65536x36" "$s:32x16384+1+1" \
+    "$s:128x4096"
 }
 
 runs=()
