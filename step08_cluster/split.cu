@@ -160,16 +160,21 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
   return plan;
 }
 
-// The choices, each measured on the H100 (docs/notes/step08.md, experiments 1 and 2):
-//  - rows of up to 16K floats stay on step07's paths: split over 2-16 CTAs, 32x16384 and 128x4096
-//    ran at 0.47-0.54 of memcpy against step07's 0.69 and 0.86;
+// The choices, each measured on the H100 (docs/notes/step08.md, experiments 1 and 2, changes 3
+// and 4):
+//  - rows of up to 16K floats stay on step07's paths: split over 2-4 CTAs, 32x16384 and 128x4096
+//    ran at 0.45-0.73 of memcpy against path (c)'s 0.70-0.72 and 0.88-0.89;
 //  - so do rows that step07's path (d) holds in one SM's shared memory, when there are rows for
-//    every SM: at 4096x32768 a cluster of 2 measured 0.90-0.92 against (d)'s 0.93;
+//    every SM: at 4096x32768 clusters of 2 and 4 measured 0.94-0.95, (d) 0.94;
 //  - longer rows: a cluster of K = 2..8 CTAs (8 float4 a thread) when there are rows for at least
-//    one round of clusters; 16-CTA clusters measured slower than a grid group of 16 (0.83 against
-//    0.87 at 512x262144, 0.75 against 0.83 at 64x262144), so K > 8 and few rows take path (h);
-//  - few rows: K as large as spreads the rows over every resident CTA, but at least 4 float4 a
-//    thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32).
+//    one round of clusters (2048x65536: 0.95); K = 9..16 when there are rows for 8 rounds
+//    (512x262144: 0.95 against 0.91 for a grid group of 16; at 64x262144, under 5 rounds, the
+//    grid group won, 0.87 against 0.85);
+//  - few rows of at most 8 CTAs' worth: clusters of K = 2..8, as wide as spreads the rows over
+//    the resident CTAs (16x65536: 8 CTAs 0.67 against a grid group of 8's 0.62; 33x20001 and
+//    128x20000: 2 CTAs ahead of the grid group by 0.05-0.12);
+//  - the rest, path (h): K as large as spreads the rows over every resident CTA, but at least 4
+//    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32).
 SplitPlan plan_split(int rows, int cols) {
   if (!clusters_usable()) return {};
   const int64_t slots = cols / 4;
@@ -178,12 +183,18 @@ SplitPlan plan_split(int rows, int cols) {
   if (slots <= device_info().cache_slots && rows >= sms) return {};
   const int64_t ctas = int64_t(sms) * 2;  // 512-thread CTAs resident at once
   const int64_t need = std::max<int64_t>(2, (slots + kSlotsPerCta - 1) / kSlotsPerCta);
+  const int64_t wide = std::min(ctas / rows, (slots + 2047) / 2048);
   if (need <= 8) {
-    SplitPlan c = make_split(Split::kCluster, static_cast<int>(need), rows, cols);
+    const SplitPlan c = make_split(Split::kCluster, static_cast<int>(need), rows, cols);
     if (rows >= groups_that_fit(c)) return c;
+    return make_split(Split::kCluster, static_cast<int>(std::min<int64_t>(8, std::max(need, wide))),
+                      rows, cols);
+  }
+  if (need <= kMaxClusterCtas) {
+    const SplitPlan c = make_split(Split::kCluster, static_cast<int>(need), rows, cols);
+    if (rows >= 8 * groups_that_fit(c)) return c;
   }
   if (need > ctas) return {};  // longer than the whole GPU holds: read twice (path e)
-  const int64_t wide = std::min(ctas / rows, (slots + 2047) / 2048);
   return make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
 }
 

@@ -23,10 +23,13 @@
 //       waits for from running.
 //
 // Both are persistent: a cluster or group takes rows g, g + groups, ... While it reduces and
-// writes one row, the next row's part is already on its way: each thread copies its slots of the
-// next row into shared memory by cp.async (16-byte asynchronous copies that bypass registers),
-// and moves them into registers when the row comes up. The DRAM reads of row i+1 overlap the
-// reductions, the exchange and the writes of row i.
+// writes one row, the next row's part is already on its way into a shared-memory stage, from
+// which each thread moves its slots into registers when the row comes up. The DRAM reads of row
+// i+1 overlap the reductions, the exchange and the writes of row i. (g) fills the stage with one
+// bulk copy per row (cp.async.bulk, the copy engine; an mbarrier counts its bytes in): 0.95 of
+// memcpy at 2048x65536 where per-thread copies ran at 0.91 (docs/notes/step08.md, change 4).
+// (h) keeps the per-thread copies (cp.async, 16 bytes each, bypassing registers): with the bulk
+// copy it measured slower (0.78 against 0.91 at 512x262144; why is open).
 #pragma once
 
 #include <cooperative_groups.h>
@@ -101,6 +104,48 @@ __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row
   }
   if (p.index == 0 && t < pr.r.head) edge = x[pr.r.start + t];
   if (p.index == p.parts - 1 && t < pr.r.tail) edge = x[pr.r.start + pr.r.tail_at + t];
+}
+
+// The same part staged by the bulk-copy engine (path g): thread 0 tells the stage's barrier to
+// expect the part's bytes and issues one cp.async.bulk for all of them, in place of 512 threads'
+// kPacks copies each; threads 0-2 load the edges. The body starts on a 16-byte boundary and is
+// whole float4, as the bulk copy requires. A row past the end issues nothing (no thread waits).
+template <int kPacks>
+__device__ __forceinline__ void fetch_part_bulk(const float* x, int lead, int64_t row, int rows,
+                                                int cols, const Part& p, int chunk,
+                                                uint32_t stage, uint32_t full, float& edge) {
+  edge = -INFINITY;
+  if (row >= rows) return;
+  const PartRow pr(lead, row, cols, p, chunk);
+  const int t = threadIdx.x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (t == 0) {
+    const uint32_t bytes = static_cast<uint32_t>(pr.count) * uint32_t(sizeof(float4));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(bytes)
+                 : "memory");
+    if (bytes != 0)
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+          ::"r"(stage), "l"(pr.r.body_of(x) + p.first), "r"(bytes), "r"(full)
+          : "memory");
+  }
+#endif
+  if (p.index == 0 && t < pr.r.head) edge = x[pr.r.start + t];
+  if (p.index == p.parts - 1 && t < pr.r.tail) edge = x[pr.r.start + pr.r.tail_at + t];
+}
+
+__device__ __forceinline__ void wait_parity(uint32_t barrier, uint32_t phase) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred ready;\n mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, ready;\n}\n"
+        : "=r"(done)
+        : "r"(barrier), "r"(phase)
+        : "memory");
+  } while (!done);
+#endif
 }
 
 // What a CTA keeps in shared memory for the exchange of (g): the K pairs of a row, two sets by row
@@ -235,26 +280,44 @@ struct GridExchange {
 
 // One row per cluster or group per round, the next row's part in flight (see the top).
 // kPacks: float4 slots per thread (chunk <= kPacks * 512). Dynamic shared memory: kPacks * 512
-// float4, the stage.
-template <int kPacks, typename Exchange>
+// float4, the stage. kBulk: the stage is filled by one bulk copy (after the block reduction, when
+// every thread has read it), else by each thread's own copies (as soon as it has read its slots).
+template <int kPacks, typename Exchange, bool kBulk>
 __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* __restrict__ y,
                                            int rows, int cols, const Part p, int chunk) {
   extern __shared__ float4 stage[];
   __shared__ float2 warp_pairs[2][kSplitWarps];
   __shared__ ExchangeArea area;
+  __shared__ unsigned long long stage_full;
   const int lead = lead_of(x);  // y's is the same (the launcher checks)
   const int tid = threadIdx.x;
   float next_edge;
   const uint32_t stage_at = shared_at(stage);
-  fetch_part<kPacks>(x, lead, p.group, rows, cols, p, chunk, stage_at, next_edge);
-  __pipeline_commit();
+  const uint32_t full_at = shared_at(&stage_full);
+  if constexpr (kBulk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (tid == 0) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(full_at) : "memory");
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+#endif
+    fetch_part_bulk<kPacks>(x, lead, p.group, rows, cols, p, chunk, stage_at, full_at, next_edge);
+    __syncthreads();  // the stage's barrier is set up before anyone waits on it
+  } else {
+    fetch_part<kPacks>(x, lead, p.group, rows, cols, p, chunk, stage_at, next_edge);
+    __pipeline_commit();
+  }
   Exchange::init(area);
   int64_t use = 0;  // rows this CTA has taken
   for (int64_t row = p.group; row < rows; row += p.groups, ++use) {
     const int parity = static_cast<int>(use & 1);
     const PartRow pr(lead, row, cols, p, chunk);
     // This row's slots: from the stage into registers (each thread reads only what it copied).
-    __pipeline_wait_prior(0);
+    if constexpr (kBulk) {
+      wait_parity(full_at, static_cast<uint32_t>(use & 1));
+    } else {
+      __pipeline_wait_prior(0);
+    }
     float v[kPacks][4], edge[1] = {next_edge};
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
@@ -267,8 +330,10 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
       }
     }
     // The next row's slots, into the stage just emptied.
-    fetch_part<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage_at, next_edge);
-    __pipeline_commit();
+    if constexpr (!kBulk) {
+      fetch_part<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage_at, next_edge);
+      __pipeline_commit();
+    }
 
     // The thread's pair against its own max (a thread with only -inf, or nothing, takes exps
     // against 0 and gets sum 0), the CTA's pair, the row's pair.
@@ -277,6 +342,10 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     float sum = exp_in_place(v, base) + exp_in_place(edge, base);
     float max_val = thread_max;
     block_reduce_pair<kSplitThreads>(max_val, sum, warp_pairs[parity]);
+    // Bulk: every thread has read the stage (the reduction's barrier): refill it with the next row.
+    if constexpr (kBulk)
+      fetch_part_bulk<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage_at, full_at,
+                              next_edge);
     float row_max = max_val, row_sum = sum;
     Exchange::run(p, use, area, row_max, row_sum);
 
@@ -311,7 +380,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
   const int k = static_cast<int>(cluster.block_rank());
   const int parts = static_cast<int>(cluster.num_blocks());
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
-  split_rows<kPacks, ClusterExchange>(x, y, rows, cols, p, chunk);
+  split_rows<kPacks, ClusterExchange, true>(x, y, rows, cols, p, chunk);
   // No CTA leaves while another may still store into its shared memory. (Every pair a CTA
   // receives has landed once it passed its last row's wait; the barrier keeps that rule
   // explicit at the cost of waiting for the cluster's slowest CTA, not for any store.)
@@ -328,7 +397,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
                      int parts, int chunk) {
   const int k = blockIdx.x % parts;
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
-  split_rows<kPacks, GridExchange>(x, y, rows, cols, p, chunk);
+  split_rows<kPacks, GridExchange, false>(x, y, rows, cols, p, chunk);
 }
 
 }  // namespace step08_cluster

@@ -45,8 +45,8 @@ step07_paths() {
 }
 
 # step08_cluster's own paths as its launcher picks them on an H100 (tests/test_step08.cpp runs
-# every cluster size and grid group size by force): (g) clusters of 4, 6 and 8 CTAs, aligned and
-# not; (h) grid groups for few long rows and for rows longer than a 16-CTA cluster; rows longer
+# every cluster size and grid group size by force): (g) clusters of 4, 6, 8 and 16 CTAs on many
+# rows, aligned and not, and of 3-8 CTAs on few rows; (h) grid groups for few long rows and for rows longer than a 16-CTA cluster; rows longer
 # than the GPU holds (step07's path e); and a few of step07's paths as step08 copied them.
 step08_paths() {
   local s=step08_cluster
@@ -56,7 +56,7 @@ step08_paths() {
     "$s:2x1048579+1+1" "$s:8x262147" "$s:4x70002+2+2" "$s:16x20000" "$s:20x524288" \
     "$s:1x4400003" "$s:4096x64" "$s:65536x127+1+1" "$s:1001x1031+3+3" "$s:256x8192+2+2" \
     "$s:300x32771+1+1" "$s:8x65536+1+2" "$s:65536x128" "$s:65536x36" "$s:32x16384+1+1" \
-    "$s:128x4096"
+    "$s:128x4096" "$s:113x262147+1+1" "$s:16x65536" "$s:33x20001+2+2"
 }
 
 runs=()
