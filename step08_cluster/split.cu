@@ -167,9 +167,10 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
 //  - so do rows that step07's path (d) holds in one SM's shared memory, when there are rows for
 //    every SM: at 4096x32768 clusters of 2 and 4 measured 0.94-0.95, (d) 0.94;
 //  - longer rows: a cluster of K = 2..8 CTAs (8 float4 a thread) when there are rows for at least
-//    one round of clusters (2048x65536: 0.95); K = 9..16 when there are rows for 8 rounds
-//    (512x262144: 0.95 against 0.91 for a grid group of 16; at 64x262144, under 5 rounds, the
-//    grid group won, 0.87 against 0.85);
+//    one round of clusters (2048x65536: 0.95). Clusters of 9-16 CTAs with the bulk copy measured
+//    0.95 at 512x262144 against a grid group's 0.91, but synccheck reports "Missing wait" at
+//    their stage barrier's first arrive (results verified correct; cause not found), so they are
+//    not dispatched: K > 8 takes path (h);
 //  - few rows of at most 8 CTAs' worth: clusters of K = 2..8, as wide as spreads the rows over
 //    the resident CTAs (16x65536: 8 CTAs 0.67 against a grid group of 8's 0.62; 33x20001 and
 //    128x20000: 2 CTAs ahead of the grid group by 0.05-0.12);
@@ -189,10 +190,6 @@ SplitPlan plan_split(int rows, int cols) {
     if (rows >= groups_that_fit(c)) return c;
     return make_split(Split::kCluster, static_cast<int>(std::min<int64_t>(8, std::max(need, wide))),
                       rows, cols);
-  }
-  if (need <= kMaxClusterCtas) {
-    const SplitPlan c = make_split(Split::kCluster, static_cast<int>(need), rows, cols);
-    if (rows >= 8 * groups_that_fit(c)) return c;
   }
   if (need > ctas) return {};  // longer than the whole GPU holds: read twice (path e)
   return make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);

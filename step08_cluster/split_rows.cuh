@@ -299,10 +299,11 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     if (tid == 0) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(full_at) : "memory");
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     }
 #endif
+    __syncthreads();  // the stage's barrier is set up before any copy counts on it or anyone waits
     fetch_part_bulk<kPacks>(x, lead, p.group, rows, cols, p, chunk, stage_at, full_at, next_edge);
-    __syncthreads();  // the stage's barrier is set up before anyone waits on it
   } else {
     fetch_part<kPacks>(x, lead, p.group, rows, cols, p, chunk, stage_at, next_edge);
     __pipeline_commit();

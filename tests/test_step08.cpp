@@ -149,10 +149,9 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(2048, 65536).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(8, 1048576).path, Split::kGrid);
   EXPECT_EQ(step08_cluster::plan_split(4096, 1024).path, Split::kNone);
-  // 16-CTA clusters with rows for 8 rounds of them; fewer rows, grid groups; few rows of at most
-  // 8 CTAs' worth, clusters spread over the resident CTAs.
-  EXPECT_EQ(step08_cluster::plan_split(512, 262144).path, Split::kCluster);
-  EXPECT_EQ(step08_cluster::plan_split(512, 262144).parts, 16);
+  // Rows of more than 8 CTAs' worth: grid groups; few rows of at most 8 CTAs' worth: clusters
+  // spread over the resident CTAs.
+  EXPECT_EQ(step08_cluster::plan_split(512, 262144).path, Split::kGrid);
   EXPECT_EQ(step08_cluster::plan_split(64, 262144).path, Split::kGrid);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).parts, 8);
