@@ -134,6 +134,7 @@ __device__ __forceinline__ void fetch_part_bulk(const float* x, int lead, int64_
   if (p.index == p.parts - 1 && t < pr.r.tail) edge = x[pr.r.start + pr.r.tail_at + t];
 }
 
+// Spins until the mbarrier at `barrier` has completed the phase of parity `phase`.
 __device__ __forceinline__ void wait_parity(uint32_t barrier, uint32_t phase) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uint32_t done = 0;
@@ -221,15 +222,7 @@ struct ClusterExchange {
               in_cta(shared_at(&area.pairs[set][p.index]), t)),
           "f"(max_val), "f"(sum), "r"(in_cta(barrier, t))
           : "memory");
-    uint32_t done = 0;
-    do {
-      asm volatile(
-          "{\n .reg .pred ready;\n mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], %2;\n"
-          " selp.u32 %0, 1, 0, ready;\n}\n"
-          : "=r"(done)
-          : "r"(barrier), "r"(phase)
-          : "memory");
-    } while (!done);
+    wait_parity(barrier, phase);
     const int lane = t % kWarpSize;
     float2 pair = make_float2(-INFINITY, 0.f);
     if (lane < p.parts) pair = area.pairs[set][lane];
