@@ -14,8 +14,8 @@
 // The dispatch, by B = N/4 (rounded down), the most float4 body slots a row can have:
 //
 // | path | B             | N          | mapping                                  | file           |
-// | (g)  | > 4096, or few rows | >16387 | a cluster of K = 2..16 CTAs per row     | split_rows.cuh |
-// | (h)  | few long rows, or > 16 CTAs | | K CTAs of a cooperative grid per row    | split_rows.cuh |
+// | (g)  | > 4096, up to 8 CTAs' worth | a cluster of K = 2..8 CTAs per row    | split_rows.cuh |
+// | (h)  | few long rows, or > 8 CTAs' worth | K CTAs of a cooperative grid per row | split_rows.cuh |
 // | (a') | unaligned     | 17..131    | tiles of rows via shared memory, 2-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
