@@ -15,7 +15,7 @@
 //
 // | path | B             | N          | mapping                                  | file           |
 // | (g)  | > 4096, up to 8 CTAs' worth | a cluster of K = 2..8 CTAs per row    | split_rows.cuh |
-// | (h)  | few long rows, or > 8 CTAs' worth | K CTAs of a cooperative grid per row | split_rows.cuh |
+// | (h)  | > 8 CTAs' worth, up to the GPU | K CTAs of a cooperative grid per row  | split_rows.cuh |
 // | (a') | unaligned     | 17..131    | tiles of rows via shared memory, 2-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
