@@ -103,10 +103,10 @@ void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t
 
 // (a): one slot a lane, in groups of the smallest power of two of lanes that holds the row. On
 // matrices of 1.5 waves of such blocks or more, rows of 5-32 slots take 2 or 4 slots a lane in
-// groups of 4 or 8 lanes instead: fewer, fuller blocks, 32-64 bytes a lane in flight, and 2-3
-// fewer shuffle rounds per reduction (docs/notes/step07.md, change 18: 65536x128 1.02 of memcpy
-// against 0.99, 65536x64 0.99 against 0.98; on 8192 rows, less than a wave, the wide groups were
-// ahead).
+// groups of 4 or 8 lanes instead: a half to a quarter of the blocks, 32-64 bytes a lane in
+// flight, and 1-2 fewer shuffle rounds per reduction (docs/notes/step07.md, change 18: 65536x128
+// 1.02 of memcpy against 0.99, 65536x64 0.99 against 0.98; at 8192x128, under one wave, one
+// float4 a lane stayed ahead, 0.94-0.95 against 0.92-0.93).
 template <bool kAligned>
 void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols,
                      cudaStream_t stream) {

@@ -6,15 +6,15 @@
 // its load, or was read twice), and a matrix of few rows left most SMs idle. Here such rows are
 // split over K CTAs on K SMs (split_rows.cuh draws it): each CTA holds its part in registers, the
 // K CTAs exchange one (max, sum) pair each, and every element is read once and written once.
-// On Hopper, K <= 16 CTAs form a thread block cluster and exchange through distributed shared
-// memory (path g); more CTAs per row, or rows longer than a 16-CTA cluster holds, exchange
-// through global memory inside a cooperative grid (path h). Everything else is step07's, copied
+// On Hopper, K <= 8 CTAs form a thread block cluster and exchange through distributed shared
+// memory (path g); rows that need more CTAs exchange through global memory inside a cooperative
+// grid (path h). Everything else is step07's, copied
 // forward (diff -r step07_persistent step08_cluster).
 //
 // The dispatch, by B = N/4 (rounded down), the most float4 body slots a row can have:
 //
 // | path | B             | N          | mapping                                  | file           |
-// | (g)  | > 4096, up to 8 CTAs' worth | a cluster of K = 2..8 CTAs per row    | split_rows.cuh |
+// | (g)  | > 4096 (not d), <= 8 CTAs' worth | a cluster of K = 2..8 CTAs per row | split_rows.cuh |
 // | (h)  | > 8 CTAs' worth, up to the GPU | K CTAs of a cooperative grid per row  | split_rows.cuh |
 // | (a') | unaligned     | 17..131    | tiles of rows via shared memory, 2-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
@@ -109,10 +109,10 @@ void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t
 
 // (a): one slot a lane, in groups of the smallest power of two of lanes that holds the row. On
 // matrices of 1.5 waves of such blocks or more, rows of 5-32 slots take 2 or 4 slots a lane in
-// groups of 4 or 8 lanes instead: fewer, fuller blocks, 32-64 bytes a lane in flight, and 2-3
-// fewer shuffle rounds per reduction (docs/notes/step07.md, change 18: 65536x128 1.02 of memcpy
-// against 0.99, 65536x64 0.99 against 0.98; on 8192 rows, less than a wave, the wide groups were
-// ahead).
+// groups of 4 or 8 lanes instead: a half to a quarter of the blocks, 32-64 bytes a lane in
+// flight, and 1-2 fewer shuffle rounds per reduction (docs/notes/step07.md, change 18: 65536x128
+// 1.02 of memcpy against 0.99, 65536x64 0.99 against 0.98; at 8192x128, under one wave, one
+// float4 a lane stayed ahead, 0.94-0.95 against 0.92-0.93).
 template <bool kAligned>
 void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols,
                      cudaStream_t stream) {

@@ -168,12 +168,13 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
 //    every SM: at 4096x32768 clusters of 2 and 4 measured 0.94-0.95, (d) 0.94;
 //  - longer rows: a cluster of K = 2..8 CTAs (8 float4 a thread) when there are rows for at least
 //    one round of clusters (2048x65536: 0.95). Clusters of 9-16 CTAs with the bulk copy measured
-//    0.95 at 512x262144 against a grid group's 0.91, but synccheck reports "Missing wait" at
+//    0.95 at 512x262144 against a grid group's 0.90-0.91, but synccheck reported "Missing wait" at
 //    their stage barrier's first arrive (results verified correct; cause not found), so they are
 //    not dispatched: K > 8 takes path (h);
 //  - few rows of at most 8 CTAs' worth: clusters of K = 2..8, as wide as spreads the rows over
-//    the resident CTAs (16x65536: 8 CTAs 0.67 against a grid group of 8's 0.62; 33x20001 and
-//    128x20000: 2 CTAs ahead of the grid group by 0.05-0.12);
+//    the resident CTAs (16x65536: clusters of 8 0.67 against a grid group of 8's 0.62; 33x20001:
+//    clusters of 3 1.07-1.12 against 0.83-0.92; 128x20000: clusters of 2 0.75-0.76 against
+//    0.70-0.72);
 //  - the rest, path (h): K as large as spreads the rows over every resident CTA, but at least 4
 //    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32).
 SplitPlan plan_split(int rows, int cols) {

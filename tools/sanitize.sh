@@ -46,8 +46,9 @@ step07_paths() {
 
 # step08_cluster's own paths as its launcher picks them on an H100 (tests/test_step08.cpp runs
 # every cluster size and grid group size by force): (g) clusters of 4, 6 and 8 CTAs on many
-# rows, aligned and not, and of 3-8 CTAs on few rows; (h) grid groups for few long rows and for rows longer than a 16-CTA cluster; rows longer
-# than the GPU holds (step07's path e); and a few of step07's paths as step08 copied them.
+# rows, aligned and not, and of 3-8 CTAs on few rows; (h) grid groups for rows of more than 8
+# CTAs' worth, few or many; rows longer than the GPU holds (step07's path e); and a few of
+# step07's paths as step08 copied them.
 step08_paths() {
   local s=step08_cluster
   printf '%s
