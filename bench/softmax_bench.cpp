@@ -192,12 +192,7 @@ void add(const std::string& impl, const Sweep& sweep, Shape sh, Fn fn) {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  std::string why;
-  if (!softmax::gpu_available(&why)) {
-    std::fprintf(stderr, "softmax_bench: %s; nothing to measure (exit code %d means skipped)\n",
-                 why.c_str(), softmax::kExitNoGpu);
-    return softmax::kExitNoGpu;
-  }
+  if (!softmax::require_gpu("softmax_bench")) return softmax::kExitNoGpu;
   try {
     const softmax::DeviceInfo dev = softmax::query_device();
     benchmark::AddCustomContext("gpu_name", dev.name);

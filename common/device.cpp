@@ -27,6 +27,14 @@ bool gpu_available(std::string* why) {
   return true;
 }
 
+bool require_gpu(const std::string& program) {
+  std::string why;
+  if (gpu_available(&why)) return true;
+  std::fprintf(stderr, "%s: %s; nothing to run (exit code %d means skipped)\n", program.c_str(),
+               why.c_str(), kExitNoGpu);
+  return false;
+}
+
 static std::string version_string(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }

@@ -12,6 +12,11 @@ inline constexpr int kExitNoGpu = 77;
 // True if a CUDA device is usable; otherwise `why` says what the runtime answered.
 bool gpu_available(std::string* why);
 
+// For a program's main: true if a CUDA device is usable; otherwise prints "<program>: <why>;
+// nothing to run (exit code 77 means skipped)" to stderr and returns false, and the program
+// returns kExitNoGpu.
+bool require_gpu(const std::string& program);
+
 struct DeviceInfo {
   int device = 0;
   std::string name;

@@ -170,12 +170,7 @@ int run_programs(int argc, char** argv, const std::vector<Step>& steps, bool sum
     std::printf("%s", usage(program).c_str());
     return 0;
   }
-  std::string why;
-  if (!gpu_available(&why)) {
-    std::fprintf(stderr, "%s: %s; nothing to run (exit code %d means skipped)\n",
-                 program.c_str(), why.c_str(), kExitNoGpu);
-    return kExitNoGpu;
-  }
+  if (!require_gpu(program)) return kExitNoGpu;
   try {
     for (const Step& s : steps) {
       if (opt.cols > s.max_cols()) {

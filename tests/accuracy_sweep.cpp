@@ -78,11 +78,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  std::string why;
-  if (!softmax::gpu_available(&why)) {
-    std::fprintf(stderr, "%s: %s\n", program, why.c_str());
-    return softmax::kExitNoGpu;
-  }
+  if (!softmax::require_gpu(program)) return softmax::kExitNoGpu;
   try {
     const int limit = step->max_cols();
     std::printf("%s on %s, %d rows of normal input per N\n", step->name,

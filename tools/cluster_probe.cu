@@ -319,12 +319,7 @@ int main(int argc, char** argv) {
                  argv[0], softmax::kMinRuns);
     return 2;
   }
-  std::string why;
-  if (!softmax::gpu_available(&why)) {
-    std::fprintf(stderr, "%s: %s (exit code %d means skipped)\n", argv[0], why.c_str(),
-                 softmax::kExitNoGpu);
-    return softmax::kExitNoGpu;
-  }
+  if (!softmax::require_gpu(argv[0])) return softmax::kExitNoGpu;
   const softmax::DeviceInfo dev = softmax::query_device();
   if (dev.cc_major < 9) {
     std::fprintf(stderr, "%s: %s (sm_%d%d) has no thread block clusters (sm_90 and later)\n",

@@ -88,11 +88,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: no step or baseline named '%s'\n", argv[0], name.c_str());
     return 2;
   }
-  std::string why;
-  if (!softmax::gpu_available(&why)) {
-    std::fprintf(stderr, "%s: %s\n", argv[0], why.c_str());
-    return softmax::kExitNoGpu;
-  }
+  if (!softmax::require_gpu(argv[0])) return softmax::kExitNoGpu;
   try {
     const softmax::Traffic t = step->traffic(cols);
     std::printf("model_read_bytes=%.0f model_write_bytes=%.0f\n", t.read_bytes(rows, cols),

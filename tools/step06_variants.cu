@@ -756,12 +756,7 @@ int main(int argc, char** argv) {
   if (verify_rows < 0) verify_rows = grid ? 1024 : rows;
   verify_rows = std::min(verify_rows, rows);
 
-  std::string why;
-  if (!softmax::gpu_available(&why)) {
-    std::fprintf(stderr, "%s: %s; nothing to run (exit code %d means skipped)\n", argv[0],
-                 why.c_str(), softmax::kExitNoGpu);
-    return softmax::kExitNoGpu;
-  }
+  if (!softmax::require_gpu(argv[0])) return softmax::kExitNoGpu;
 
   try {
     std::printf("%s\n", softmax::query_device().summary().c_str());

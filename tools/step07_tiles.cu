@@ -110,12 +110,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\nusage: %s [--iters K]\n", e.what(), argv[0]);
     return 2;
   }
-  std::string why;
-  if (!softmax::gpu_available(&why)) {
-    std::fprintf(stderr, "%s: %s (exit code %d means skipped)\n", argv[0], why.c_str(),
-                 softmax::kExitNoGpu);
-    return softmax::kExitNoGpu;
-  }
+  if (!softmax::require_gpu(argv[0])) return softmax::kExitNoGpu;
   std::printf("%s\n", softmax::query_device().summary().c_str());
   const softmax::Step* step07 = softmax::find_step("step07_persistent");
   const softmax::Step tile{"tiles", "path (a') forced", forced_tiles, up_to_131, ideal};

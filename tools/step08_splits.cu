@@ -99,12 +99,7 @@ int main(int argc, char** argv) {
     return usage(argv[0]);
   }
 
-  std::string why;
-  if (!softmax::gpu_available(&why)) {
-    std::fprintf(stderr, "%s: %s (exit code %d means skipped)\n", argv[0], why.c_str(),
-                 softmax::kExitNoGpu);
-    return softmax::kExitNoGpu;
-  }
+  if (!softmax::require_gpu(argv[0])) return softmax::kExitNoGpu;
   std::printf("%s\n%s\n", softmax::query_device().summary().c_str(),
               step08_cluster::cluster_report().c_str());
   if (!step08_cluster::clusters_usable()) return softmax::kExitNoGpu;
