@@ -42,7 +42,8 @@ inline const DeviceInfo& device_info() {
   const int dynamic_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
   CUDA_CHECK(cudaFuncSetAttribute(smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   dynamic_bytes));
-  info.cache_slots = dynamic_bytes / static_cast<int>(sizeof(float4));
+  // 8 slots fewer than fit: smem_block_kernel may start a row up to 8 slots in.
+  info.cache_slots = dynamic_bytes / static_cast<int>(sizeof(float4)) - 8;
   return info_by_device.emplace(device, info).first->second;
 }
 

@@ -21,8 +21,10 @@ constexpr int kLongRowThreads = 512;
 
 // Path (d): a block per row, the row's body cached in shared memory (dynamic, 16 bytes a slot),
 // its head and tail in the registers of threads 0-2. Thread t writes and reads back only its own
-// slots t, t + kThreads, ..., so the cache needs no barrier, not even between rows; the one
-// barrier per row is the (max, sum) reduction's.
+// slots t, t + kThreads, ..., so the cache needs no barrier between rows as long as rows start at
+// the same place in it; the one barrier per row is the (max, sum) reduction's. Rows start at
+// line_shift (row_split.cuh), which changes between rows whose starts differ modulo 128 bytes; where
+// it changes, a barrier first waits until every thread has read the last row.
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads)
     smem_block_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
@@ -30,21 +32,27 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ float4 cache[];
   const int tid = threadIdx.x;
   const int lead = lead_of(x);  // y's is the same (the launcher checks)
+  const uint32_t cache_at = static_cast<uint32_t>(__cvta_generic_to_shared(cache));
+  int last_shift = -1;
   int parity = 0;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x, parity ^= 1) {
     const RowSplit<4> r(lead, row, cols);
     const float4* in = r.body_of(x);
+    const int shift = line_shift(in, cache_at);
+    if (shift != last_shift && last_shift >= 0) __syncthreads();  // the same for every thread
+    last_shift = shift;
+    float4* const cache_row = cache + shift;
     float head[1], tail[1];
     load_edges(x, r, tid, kThreads, head, tail);
     // Pass 1, DRAM to shared memory: every body slot of this thread copied by cp.async (16-byte
     // asynchronous copies that bypass registers, so all of them are in flight at once), then the
     // thread waits for its own copies and takes their max.
-    for (int s = tid; s < r.body; s += kThreads) __pipeline_memcpy_async(cache + s, in + s, 16);
+    for (int s = tid; s < r.body; s += kThreads) __pipeline_memcpy_async(cache_row + s, in + s, 16);
     __pipeline_commit();
     __pipeline_wait_prior(0);
     float max_val = fmaxf(head[0], tail[0]);
     for (int s = tid; s < r.body; s += kThreads) {
-      const float4 c = cache[s];
+      const float4 c = cache_row[s];
       max_val = fmaxf(max_val, fmaxf(fmaxf(c.x, c.y), fmaxf(c.z, c.w)));
     }
     // The thread's sum against its own max. A -inf adds exactly 0; it is skipped because with a
@@ -52,7 +60,7 @@ __global__ void __launch_bounds__(kThreads)
     const auto term = [&](float e) { return e == -INFINITY ? 0.f : exp_(e - max_val); };
     float sum = term(head[0]) + term(tail[0]);
     for (int s = tid; s < r.body; s += kThreads) {
-      const float4 c = cache[s];
+      const float4 c = cache_row[s];
       sum += term(c.x) + term(c.y) + term(c.z) + term(c.w);
     }
     block_reduce_pair<kThreads>(max_val, sum, pairs[parity]);
@@ -60,7 +68,7 @@ __global__ void __launch_bounds__(kThreads)
     const float inv_sum = reciprocal(sum);
     float4* out = r.body_of(y);
     for (int s = tid; s < r.body; s += kThreads) {
-      const float4 c = cache[s];
+      const float4 c = cache_row[s];
       out[s] = make_float4(exp_(c.x - max_val) * inv_sum, exp_(c.y - max_val) * inv_sum,
                            exp_(c.z - max_val) * inv_sum, exp_(c.w - max_val) * inv_sum);
     }

@@ -212,8 +212,8 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   }
   if (slots <= device_info().cache_slots) {  // (d)
     const KernelFn kernel = smem_block_kernel<kLongRowThreads>;
-    return launch_persistent(kernel, kLongRowThreads, slots * sizeof(float4), rows, x, y, rows,
-                             cols, stream);
+    return launch_persistent(kernel, kLongRowThreads, (slots + 8) * sizeof(float4), rows, x, y,
+                             rows, cols, stream);
   }
   launch_two_pass<4>(x, y, rows, cols, stream);  // (e)
 }

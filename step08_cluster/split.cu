@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -18,7 +19,13 @@
 namespace step08_cluster {
 namespace {
 
-std::atomic<bool> g_clusters_on{true};
+// Clusters are in use unless use_clusters(false) or SOFTMAX_NO_CLUSTERS (set, not "0") says not:
+// the environment variable shows step07's paths inside any program (tools/sanitize.sh uses it).
+bool clusters_wanted_at_start() {
+  const char* off = std::getenv("SOFTMAX_NO_CLUSTERS");
+  return off == nullptr || std::string(off).empty() || std::string(off) == "0";
+}
+std::atomic<bool> g_clusters_on{clusters_wanted_at_start()};
 
 constexpr int kSlotsPerCta = kSplitThreads * 8;  // the most a part holds: 8 float4 a thread
 
@@ -31,7 +38,8 @@ void with_split_packs(int packs, F&& f) {
   f(std::integral_constant<int, 8>{});
 }
 
-size_t stage_bytes(int packs) { return size_t(packs) * kSplitThreads * sizeof(float4); }
+// The stage: a part's slots, and 8 more for stage_shift's offset (split_rows.cuh).
+size_t stage_bytes(int packs) { return (size_t(packs) * kSplitThreads + 8) * sizeof(float4); }
 
 // The kernels' attributes, set once per device and kernel: the stage may pass the 48 KB default,
 // and (g) may form clusters of 9-16 CTAs.
@@ -130,7 +138,9 @@ std::string cluster_report() {
   if (major < 9)
     return "thread block clusters: not on this GPU (" + arch +
            "; they need sm_90): every shape runs step07's paths";
-  if (!g_clusters_on.load()) return "thread block clusters: turned off; step07's paths only";
+  if (!g_clusters_on.load())
+    return "thread block clusters: turned off (use_clusters or SOFTMAX_NO_CLUSTERS); step07's "
+           "paths only";
   return "thread block clusters: available (" + arch +
          "): long rows and few rows are split over several SMs (paths g, h)";
 }
@@ -161,36 +171,35 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
 }
 
 // The choices, each measured on the H100 (docs/notes/step08.md, experiments 1 and 2, changes 3
-// and 4):
+// to 5):
 //  - rows of up to 16K floats stay on step07's paths: split over 2-4 CTAs, 32x16384 and 128x4096
 //    ran at 0.45-0.73 of memcpy against path (c)'s 0.70-0.72 and 0.88-0.89;
-//  - so do rows that step07's path (d) holds in one SM's shared memory, when there are rows for
-//    every SM: at 4096x32768 clusters of 2 and 4 measured 0.94-0.95, (d) 0.94;
-//  - longer rows: a cluster of K = 2..8 CTAs (8 float4 a thread) when there are rows for at least
-//    one round of clusters (2048x65536: 0.95). Clusters of 9-16 CTAs with the bulk copy measured
-//    0.95 at 512x262144 against a grid group's 0.90-0.91, but synccheck reported "Missing wait" at
-//    their stage barrier's first arrive (results verified correct; cause not found), so they are
-//    not dispatched: K > 8 takes path (h);
+//  - longer rows: a cluster of K = 2..16 CTAs (8 float4 a thread) when there are rows for at
+//    least one round of clusters: 2048x65536 0.95, 512x262144 (K = 16) 0.95 against a grid
+//    group's 0.91, 64x262144 0.92 against 0.86 (synccheck cannot check clusters of 16: it reports
+//    "Missing wait" on tools/mbarrier_probe.cu's minimal kernel too). That includes the rows
+//    step07's path (d) holds in one SM's shared memory: clusters of 2 were ahead of (d) by
+//    0.005-0.01 of memcpy at 4096x32768, 4096x32771 and 4000x20003, and tied at 4096x24579;
 //  - few rows of at most 8 CTAs' worth: clusters of K = 2..8, as wide as spreads the rows over
 //    the resident CTAs (16x65536: clusters of 8 0.67 against a grid group of 8's 0.62; 33x20001:
 //    clusters of 3 1.07-1.12 against 0.83-0.92; 128x20000: clusters of 2 0.75-0.76 against
 //    0.70-0.72);
 //  - the rest, path (h): K as large as spreads the rows over every resident CTA, but at least 4
-//    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32).
+//    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32;
+//    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57).
 SplitPlan plan_split(int rows, int cols) {
   if (!clusters_usable()) return {};
   const int64_t slots = cols / 4;
   if (slots <= 4096) return {};
-  const int sms = device_info().sms;
-  if (slots <= device_info().cache_slots && rows >= sms) return {};
-  const int64_t ctas = int64_t(sms) * 2;  // 512-thread CTAs resident at once
+  const int64_t ctas = int64_t(device_info().sms) * 2;  // 512-thread CTAs resident at once
   const int64_t need = std::max<int64_t>(2, (slots + kSlotsPerCta - 1) / kSlotsPerCta);
   const int64_t wide = std::min(ctas / rows, (slots + 2047) / 2048);
-  if (need <= 8) {
+  if (need <= kMaxClusterCtas) {
     const SplitPlan c = make_split(Split::kCluster, static_cast<int>(need), rows, cols);
     if (rows >= groups_that_fit(c)) return c;
-    return make_split(Split::kCluster, static_cast<int>(std::min<int64_t>(8, std::max(need, wide))),
-                      rows, cols);
+    if (need <= 8)
+      return make_split(Split::kCluster,
+                        static_cast<int>(std::min<int64_t>(8, std::max(need, wide))), rows, cols);
   }
   if (need > ctas) return {};  // longer than the whole GPU holds: read twice (path e)
   return make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);

@@ -20,7 +20,8 @@ struct SplitPlan {
   int64_t groups = 0;         // clusters or groups launched (each loops over rows)
 };
 
-// Clusters can be used: the current device is sm_90 or later, and use_clusters(false) has not
+// Clusters can be used: the current device is sm_90 or later, and neither use_clusters(false)
+// nor the environment variable SOFTMAX_NO_CLUSTERS (set, and not "0", at program start) has
 // turned them off. Without them every shape runs one of step07's paths.
 bool clusters_usable();
 // Tests: turns paths (g) and (h) off (or back on) for this process, to run the fallback.

@@ -85,8 +85,9 @@ __device__ __forceinline__ void copy16_async(uint32_t to, const float4* from, bo
       : "memory");
 }
 
-// Issues this thread's copies of its slots of a row into `stage` (slot t + k*512 at the same
-// index), and loads its head or tail element (threads 0-2 of the first and last part).
+// Issues this thread's copies of its slots of a row into `stage` (slot t + k*512 at that index
+// past the row's line_shift), and loads its head or tail element (threads 0-2 of the first and
+// last part).
 template <int kPacks>
 __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row, int rows,
                                            int cols, const Part& p, int chunk, uint32_t stage,
@@ -95,8 +96,9 @@ __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row
   if (row >= rows) return;
   const PartRow pr(lead, row, cols, p, chunk);
   const int t = threadIdx.x;
-  const float4* in = pr.r.body_of(x) + p.first + t;
-  const uint32_t to = stage + t * uint32_t(sizeof(float4));
+  const float4* first = pr.r.body_of(x) + p.first;
+  const float4* in = first + t;
+  const uint32_t to = stage + (line_shift(first, stage) + t) * uint32_t(sizeof(float4));
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
     copy16_async(to + k * kSplitThreads * sizeof(float4), in + k * kSplitThreads,
@@ -109,7 +111,8 @@ __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row
 // The same part staged by the bulk-copy engine (path g): thread 0 tells the stage's barrier to
 // expect the part's bytes and issues one cp.async.bulk for all of them, in place of 512 threads'
 // kPacks copies each; threads 0-2 load the edges. The body starts on a 16-byte boundary and is
-// whole float4, as the bulk copy requires. A row past the end issues nothing (no thread waits).
+// whole float4, as the bulk copy requires; it lands line_shift slots into the stage. A row past
+// the end issues nothing (no thread waits).
 template <int kPacks>
 __device__ __forceinline__ void fetch_part_bulk(const float* x, int lead, int64_t row, int rows,
                                                 int cols, const Part& p, int chunk,
@@ -121,12 +124,14 @@ __device__ __forceinline__ void fetch_part_bulk(const float* x, int lead, int64_
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (t == 0) {
     const uint32_t bytes = static_cast<uint32_t>(pr.count) * uint32_t(sizeof(float4));
+    const float4* first = pr.r.body_of(x) + p.first;
+    const uint32_t to = stage + line_shift(first, stage) * uint32_t(sizeof(float4));
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(bytes)
                  : "memory");
     if (bytes != 0)
       asm volatile(
           "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-          ::"r"(stage), "l"(pr.r.body_of(x) + p.first), "r"(bytes), "r"(full)
+          ::"r"(to), "l"(first), "r"(bytes), "r"(full)
           : "memory");
   }
 #endif
@@ -272,9 +277,10 @@ struct GridExchange {
 };
 
 // One row per cluster or group per round, the next row's part in flight (see the top).
-// kPacks: float4 slots per thread (chunk <= kPacks * 512). Dynamic shared memory: kPacks * 512
-// float4, the stage. kBulk: the stage is filled by one bulk copy (after the block reduction, when
-// every thread has read it), else by each thread's own copies (as soon as it has read its slots).
+// kPacks: float4 slots per thread (chunk <= kPacks * 512). Dynamic shared memory: kPacks * 512 + 8
+// float4, the stage; a row's part starts line_shift slots into it (row_split.cuh). kBulk: the
+// stage is filled by one bulk copy (after the block reduction, when every thread has read it),
+// else by each thread's own copies.
 template <int kPacks, typename Exchange, bool kBulk>
 __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* __restrict__ y,
                                            int rows, int cols, const Part p, int chunk) {
@@ -313,20 +319,28 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
       __pipeline_wait_prior(0);
     }
     float v[kPacks][4], edge[1] = {next_edge};
+    const int shift = line_shift(pr.r.body_of(x) + p.first, stage_at);
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       const int s = tid + k * kSplitThreads;
       if (s < pr.count) {
-        const float4 c = stage[s];
+        const float4 c = stage[shift + s];
         v[k][0] = c.x, v[k][1] = c.y, v[k][2] = c.z, v[k][3] = c.w;
       } else {
         v[k][0] = v[k][1] = v[k][2] = v[k][3] = -INFINITY;
       }
     }
-    // The next row's slots, into the stage just emptied.
+    // Per-thread copies: the next row's slots, into the stage just emptied, at once where the
+    // next row starts at the same place in the stage (each thread refills only what it read);
+    // where it starts elsewhere, after the block reduction's barrier (when every thread has read).
+    bool refill_now = false;
     if constexpr (!kBulk) {
-      fetch_part<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage_at, next_edge);
-      __pipeline_commit();
+      const PartRow next(lead, row + p.groups, cols, p, chunk);
+      refill_now = line_shift(next.r.body_of(x) + p.first, stage_at) == shift;
+      if (refill_now) {
+        fetch_part<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage_at, next_edge);
+        __pipeline_commit();
+      }
     }
 
     // The thread's pair against its own max (a thread with only -inf, or nothing, takes exps
@@ -336,10 +350,14 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     float sum = exp_in_place(v, base) + exp_in_place(edge, base);
     float max_val = thread_max;
     block_reduce_pair<kSplitThreads>(max_val, sum, warp_pairs[parity]);
-    // Bulk: every thread has read the stage (the reduction's barrier): refill it with the next row.
-    if constexpr (kBulk)
+    // Every thread has read the stage (the reduction's barrier): the bulk copy refills it now.
+    if constexpr (kBulk) {
       fetch_part_bulk<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage_at, full_at,
                               next_edge);
+    } else if (!refill_now) {
+      fetch_part<kPacks>(x, lead, row + p.groups, rows, cols, p, chunk, stage_at, next_edge);
+      __pipeline_commit();
+    }
     float row_max = max_val, row_sum = sum;
     Exchange::run(p, use, area, row_max, row_sum);
 

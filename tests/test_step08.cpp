@@ -104,10 +104,11 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
   struct Shape {
     int rows, cols;
   };
-  // 2x1048579: few long rows (grid); 40x131075: a cluster of 8; 300x32771: step07's path (d);
-  // 1x4400003: longer than the GPU holds in registers (two passes); 16x20000: few mid rows.
-  for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{300, 32771},
-                        Shape{1, 4400003}, Shape{16, 20000}}) {
+  // 2x1048579: few long rows (grid); 40x131075: a cluster of 8; 48x262147: clusters of 16;
+  // 300x32771: clusters of 2; 1x4400003: longer than the GPU holds in registers (two passes);
+  // 16x20000: few mid rows.
+  for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{48, 262147},
+                        Shape{300, 32771}, Shape{1, 4400003}, Shape{16, 20000}}) {
     ::testing::Test::RecordProperty(
         std::to_string(s.rows) + "x" + std::to_string(s.cols),
         step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
@@ -136,6 +137,15 @@ TEST_F(Step08Dispatch, WithoutClustersServesEveryShape) {
     const VerifyResult r = check_step(*step, 3, cols, InputKind::kMaxAtEnds, next_seed(), {1, 1});
     EXPECT_TRUE(r.ok()) << "3x" << cols << " without clusters: " << r.report();
   }
+  // Path (d) over more rows than blocks: rows that start at a different place in the cache than
+  // the block's last row (N % 4 != 0, or x off a 16-byte boundary) and rows that start at the same.
+  for (const int cols : {32771, 20000})
+    for (const int off : {0, 1})
+      for (InputKind kind : {InputKind::kNormal, InputKind::kMaxAtEnds}) {
+        const VerifyResult r = check_step(*step, 300, cols, kind, next_seed(), {off, off});
+        EXPECT_TRUE(r.ok()) << "300x" << cols << " +" << off << " " << to_string(kind)
+                            << " without clusters: " << r.report();
+      }
   step08_cluster::use_clusters(true);
 }
 
@@ -149,10 +159,15 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(2048, 65536).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(8, 1048576).path, Split::kGrid);
   EXPECT_EQ(step08_cluster::plan_split(4096, 1024).path, Split::kNone);
-  // Rows of more than 8 CTAs' worth: grid groups; few rows of at most 8 CTAs' worth: clusters
-  // spread over the resident CTAs.
-  EXPECT_EQ(step08_cluster::plan_split(512, 262144).path, Split::kGrid);
-  EXPECT_EQ(step08_cluster::plan_split(64, 262144).path, Split::kGrid);
+  // Rows of 9-16 CTAs' worth: clusters of 16 on enough rows for one round of clusters, grid groups
+  // on fewer; few rows of at most 8 CTAs' worth: clusters spread over the resident CTAs; rows
+  // that step07's path (d) holds: clusters of 2.
+  EXPECT_EQ(step08_cluster::plan_split(512, 262144).path, Split::kCluster);
+  EXPECT_EQ(step08_cluster::plan_split(512, 262144).parts, 16);
+  EXPECT_EQ(step08_cluster::plan_split(64, 262144).path, Split::kCluster);
+  EXPECT_EQ(step08_cluster::plan_split(8, 262144).path, Split::kGrid);
+  EXPECT_EQ(step08_cluster::plan_split(4096, 32771).path, Split::kCluster);
+  EXPECT_EQ(step08_cluster::plan_split(4096, 32771).parts, 2);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).parts, 8);
 }
