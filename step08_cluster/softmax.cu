@@ -6,25 +6,28 @@
 // its load, or was read twice), and a matrix of few rows left most SMs idle. Here such rows are
 // split over K CTAs on K SMs (split_rows.cuh draws it): each CTA holds its part in registers, the
 // K CTAs exchange one (max, sum) pair each, and every element is read once and written once.
-// On Hopper, K <= 8 CTAs form a thread block cluster and exchange through distributed shared
-// memory (path g); rows that need more CTAs exchange through global memory inside a cooperative
-// grid (path h). Everything else is step07's, copied
+// On Hopper, K <= 16 CTAs form a thread block cluster and exchange through distributed shared
+// memory (path g); rows that need more CTAs, and few rows of more than 8 CTAs' worth, exchange
+// through global memory inside a cooperative grid (path h). Everything else is step07's, copied
 // forward (diff -r step07_persistent step08_cluster).
 //
 // The dispatch, by B = N/4 (rounded down), the most float4 body slots a row can have:
 //
 // | path | B             | N          | mapping                                  | file           |
-// | (g)  | > 4096 (not d), <= 8 CTAs' worth | a cluster of K = 2..8 CTAs per row | split_rows.cuh |
-// | (h)  | > 8 CTAs' worth, up to the GPU | K CTAs of a cooperative grid per row  | split_rows.cuh |
+// | (g)  | > 4096, <= 16 CTAs' worth (*) | a cluster of K = 2..16 CTAs per row | split_rows.cuh |
+// | (h)  | > 16 CTAs' worth, up to the GPU | K CTAs of a cooperative grid per row | split_rows.cuh |
 // | (a') | unaligned     | 17..131    | tiles of rows via shared memory, 2-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
 // |      |               |            | many rows: 4-8 lanes, 2-4 slots each     |                |
 // | (b)  | <= 288        | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
 // | (c)  | <= 4096       | <= 16387   | a block per row, in registers            | block_rows.cuh |
-// | (d)  | fits in smem  | <= ~58K    | a block per row, in shared memory        | long_rows.cuh  |
+// | (d)  | fits in smem  | <= ~58K    | a block per row, in shared memory (**)   | long_rows.cuh  |
 // | (e)  | longer        |            | a block per row, read twice              | long_rows.cuh  |
 // | (f)  | x, y not aligned alike     | (e) with 4-byte accesses                 | long_rows.cuh  |
+// (*) with rows for a round of clusters; fewer rows of at most 8 CTAs' worth take clusters of up
+//     to 8, and fewer rows of more take (h).
+// (**) only without clusters: on sm_90 these rows take (g).
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers (about 4.3M
