@@ -79,8 +79,8 @@ struct RowSplit {
 // float4 past it, so that the body's address in shared memory and in global memory agree modulo
 // 128 bytes. Then each 128-byte line of the row fills one 128-byte row of shared memory's banks
 // instead of straddling two. An asynchronous copy (cp.async, cp.async.bulk) of a row that starts
-// off a 128-byte line into a buffer that starts on one measured 4-8% slower on the H100
-// (docs/notes/step08.md, change 5); buffers sized for a row hold 8 float4 more.
+// off a 128-byte line into a buffer that starts on one measured 1-5% slower on the H100 (paths d
+// and h; docs/notes/step08.md, change 5); buffers sized for a row hold 8 float4 more.
 __device__ __forceinline__ int line_shift(const float4* body, uint32_t buffer) {
   return static_cast<int>((reinterpret_cast<uintptr_t>(body) / sizeof(float4) -
                            buffer / sizeof(float4)) % 8);

@@ -176,10 +176,10 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
 //    ran at 0.45-0.73 of memcpy against path (c)'s 0.70-0.72 and 0.88-0.89;
 //  - longer rows: a cluster of K = 2..16 CTAs (8 float4 a thread) when there are rows for at
 //    least one round of clusters: 2048x65536 0.95, 512x262144 (K = 16) 0.95 against a grid
-//    group's 0.91, 64x262144 0.92 against 0.86 (synccheck cannot check clusters of 16: it reports
+//    group's 0.91, 64x262144 0.91 against 0.86 (synccheck cannot check clusters of 16: it reports
 //    "Missing wait" on tools/mbarrier_probe.cu's minimal kernel too). That includes the rows
 //    step07's path (d) holds in one SM's shared memory: clusters of 2 were ahead of (d) by
-//    0.005-0.01 of memcpy at 4096x32768, 4096x32771 and 4000x20003, and tied at 4096x24579;
+//    0.003-0.012 of memcpy at 4096x32768, 4096x32771 and 4000x20003, and tied at 4096x24579;
 //  - few rows of at most 8 CTAs' worth: clusters of K = 2..8, as wide as spreads the rows over
 //    the resident CTAs (16x65536: clusters of 8 0.67 against a grid group of 8's 0.62; 33x20001:
 //    clusters of 3 1.07-1.12 against 0.83-0.92; 128x20000: clusters of 2 0.75-0.76 against
