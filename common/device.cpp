@@ -35,6 +35,15 @@ bool require_gpu(const std::string& program) {
   return false;
 }
 
+bool require_clusters(const std::string& program) {
+  if (!require_gpu(program)) return false;
+  const DeviceInfo dev = query_device();
+  if (dev.cc_major >= 9) return true;
+  std::fprintf(stderr, "%s: %s (sm_%d%d) has no thread block clusters (sm_90 and later)\n",
+               program.c_str(), dev.name.c_str(), dev.cc_major, dev.cc_minor);
+  return false;
+}
+
 static std::string version_string(int v) {
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }

@@ -17,6 +17,11 @@ bool gpu_available(std::string* why);
 // returns kExitNoGpu.
 bool require_gpu(const std::string& program);
 
+// For the cluster tools' main: require_gpu, then true if the device has thread block clusters
+// (sm_90 and later); otherwise prints "<program>: <GPU> (sm_XY) has no thread block clusters"
+// to stderr and returns false, and the program returns kExitNoGpu.
+bool require_clusters(const std::string& program);
+
 struct DeviceInfo {
   int device = 0;
   std::string name;

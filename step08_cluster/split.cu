@@ -38,7 +38,7 @@ void with_split_packs(int packs, F&& f) {
   f(std::integral_constant<int, 8>{});
 }
 
-// The stage: a part's slots, and 8 more for stage_shift's offset (split_rows.cuh).
+// The stage: a part's slots, and 8 more for line_shift's offset (row_split.cuh).
 size_t stage_bytes(int packs) { return (size_t(packs) * kSplitThreads + 8) * sizeof(float4); }
 
 // The kernels' attributes, set once per device and kernel: the stage may pass the 48 KB default,
@@ -176,8 +176,8 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
 //    ran at 0.45-0.73 of memcpy against path (c)'s 0.70-0.72 and 0.88-0.89;
 //  - longer rows: a cluster of K = 2..16 CTAs (8 float4 a thread) when there are rows for at
 //    least one round of clusters: 2048x65536 0.95, 512x262144 (K = 16) 0.95 against a grid
-//    group's 0.91, 64x262144 0.91 against 0.86 (synccheck cannot check clusters of 16: it reports
-//    "Missing wait" on tools/mbarrier_probe.cu's minimal kernel too). That includes the rows
+//    group's 0.91, 64x262144 0.91 against 0.86 (synccheck reports "Missing wait" on clusters of 12
+//    and 16, and on tools/mbarrier_probe.cu's minimal kernel in clusters of 16 too). That includes the rows
 //    step07's path (d) holds in one SM's shared memory: clusters of 2 were ahead of (d) by
 //    0.003-0.012 of memcpy at 4096x32768, 4096x32771 and 4000x20003, and tied at 4096x24579;
 //  - few rows of at most 8 CTAs' worth: clusters of K = 2..8, as wide as spreads the rows over

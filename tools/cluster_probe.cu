@@ -319,13 +319,8 @@ int main(int argc, char** argv) {
                  argv[0], softmax::kMinRuns);
     return 2;
   }
-  if (!softmax::require_gpu(argv[0])) return softmax::kExitNoGpu;
+  if (!softmax::require_clusters(argv[0])) return softmax::kExitNoGpu;
   const softmax::DeviceInfo dev = softmax::query_device();
-  if (dev.cc_major < 9) {
-    std::fprintf(stderr, "%s: %s (sm_%d%d) has no thread block clusters (sm_90 and later)\n",
-                 argv[0], dev.name.c_str(), dev.cc_major, dev.cc_minor);
-    return softmax::kExitNoGpu;
-  }
   if (shapes.empty()) {
     for (int e = 14; e <= 18; ++e) shapes.push_back({1 << (27 - e), 1 << e});
     shapes.insert(shapes.end(), {{64, 262144}, {32, 16384}, {128, 4096}});

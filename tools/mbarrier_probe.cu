@@ -92,13 +92,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s [K (1..16)] [BULK (0 or 1)]\n", argv[0]);
     return 2;
   }
-  if (!softmax::require_gpu(argv[0])) return softmax::kExitNoGpu;
-  const softmax::DeviceInfo dev = softmax::query_device();
-  if (dev.cc_major < 9) {
-    std::fprintf(stderr, "%s: %s (sm_%d%d) has no thread block clusters (sm_90 and later)\n",
-                 argv[0], dev.name.c_str(), dev.cc_major, dev.cc_minor);
-    return softmax::kExitNoGpu;
-  }
+  if (!softmax::require_clusters(argv[0])) return softmax::kExitNoGpu;
   const size_t ctas = size_t(k) * kClusters;
   softmax::DeviceBuffer<float4> x(ctas * kSlots);
   softmax::DeviceBuffer<float> sink(1);

@@ -93,7 +93,7 @@ done
 shape_re='^([A-Za-z0-9_]+)(@noclusters)?:([0-9]+)x([0-9]+)(\+([0-3])\+([0-3]))?$'
 for run in "${runs[@]}"; do
   if ! [[ $run =~ $shape_re ]]; then
-    echo "sanitize.sh: bad shape '$run' (STEP:ROWSxCOLS or STEP:ROWSxCOLS+XOFF+YOFF, offsets 0..3)"
+    echo "sanitize.sh: bad shape '$run' (STEP[@noclusters]:ROWSxCOLS[+XOFF+YOFF], offsets 0..3)"
     exit 2
   fi
 done
@@ -128,7 +128,7 @@ for run in "${runs[@]}"; do
     fi
   done
 done
-if [ -n "$probe_runs" ]; then
+if [ -n "$probe_runs" ] && [[ " ${tools[*]} " == *" synccheck "* ]]; then
   probe=${MBARRIER_PROBE:-build/softmax_mbarrier_probe}
   for k in 8 9 12 16; do
     out=$("$san" --tool synccheck --error-exitcode 3 "$probe" "$k" 1 2>&1)
