@@ -86,6 +86,25 @@ __device__ __forceinline__ int line_shift(const float4* body, uint32_t buffer) {
                            buffer / sizeof(float4)) % 8);
 }
 
+// Which float4 of its 128-byte line p is: 0..7.
+__device__ __forceinline__ int slot_in_line(const float4* p) {
+  return static_cast<int>(reinterpret_cast<uintptr_t>(p) / sizeof(float4) % 8);
+}
+
+// The slot of a run of kPacks * kThreads float4 slots that thread t takes in its k-th pack, where
+// the run's first slot is `in_line` (0..7) float4 into its 128-byte line: t + k*kThreads -
+// in_line, except that the first in_line threads of pack 0, which would fall before the run, take
+// its last in_line slots. Then each warp's 32 slots fill whole 128-byte lines of memory (a run
+// that starts or ends inside a line leaves one part-filled line at that end), where slot t + k *
+// kThreads would start every warp's 512 bytes `in_line` float4 into a line: 16-byte accesses that
+// touch 5 lines and, on stores, 17 part-filled 32-byte sectors instead of 16 (docs/notes/step08.md,
+// change 6).
+template <int kPacks, int kThreads>
+__device__ __forceinline__ int lined_slot(int t, int k, int in_line) {
+  const int s = t + k * kThreads - in_line;
+  return k == 0 && s < 0 ? s + kPacks * kThreads : s;
+}
+
 // A body slot into registers, or -inf padding when `in_row` is false (nothing is read).
 __device__ __forceinline__ void load_item(const float4* p, bool in_row, float (&v)[4]) {
   if (in_row) {

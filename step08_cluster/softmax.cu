@@ -16,6 +16,8 @@
 // | path | B             | N          | mapping                                  | file           |
 // | (g)  | > 4096, <= 16 CTAs' worth (*) | a cluster of K = 2..16 CTAs per row | split_rows.cuh |
 // | (h)  | > 16 CTAs' worth, up to the GPU | K CTAs of a cooperative grid per row | split_rows.cuh |
+// | (i)  | few rows (h) takes in 2+ rounds, and up to twice the GPU | (h), half of each part  |
+// |      |               |            | held in shared memory, one round          | split_rows.cuh |
 // | (a') | unaligned     | 17..131    | tiles of rows via shared memory, 2-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
@@ -30,8 +32,8 @@
 // (**) only without clusters: on sm_90 these rows take (g).
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
-//   why): without them, and for rows longer than the whole GPU holds in registers (about 4.3M
-//   floats on an H100), every shape runs step07's paths (a)-(f), whose reasons follow.
+//   why): without them, and for rows longer than the whole GPU holds in registers and stages
+//   (about 8.6M floats on an H100), every shape runs step07's paths (a)-(f), whose reasons follow.
 //   (a) a full warp on a row of 32 floats would
 //   leave 24 of 32 lanes idle; on many rows, fewer lanes with 2-4 slots each measured 1-3% faster
 //   than one slot a lane (change 18). (a') unaligned rows of 17-131 floats lose more to the
@@ -52,7 +54,7 @@
 //   up to 6% on short rows (change 14).
 // Fast math: exp2 and 1/x from the special-function unit, without __expf's subnormal fix-up
 //           (reduce.cuh says why the error fits the 1e-5 tolerance). No other.
-// Traffic:  (a)-(d), (g), (h) read 1 and write 1 per element, 8*M*N bytes, the ideal. (e) and (f)
+// Traffic:  (a)-(d), (g)-(i) read 1 and write 1 per element, 8*M*N bytes, the ideal. (e) and (f)
 //           read twice, 12*M*N bytes modeled.
 // Run:      ./build/step08_cluster/step08_cluster   (--help for options)
 #include <cstdint>
@@ -224,11 +226,11 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
 int max_cols() { return softmax::kNoColLimit; }
 
 // Rows that neither a split nor shared memory holds are read twice. (The model assumes x and y
-// aligned alike, and many rows: (h) takes rows of up to the GPU's resident CTAs x 4096 slots.)
+// aligned alike: (h) and (i) take rows of up to the GPU's resident CTAs x 8192 slots.)
 softmax::Traffic traffic(int cols) {
   const int64_t slots = cols / 4;
   if (slots <= device_info().cache_slots) return {1, 1, 0, 0};
-  if (clusters_usable() && slots <= int64_t(device_info().sms) * 2 * 4096) return {1, 1, 0, 0};
+  if (clusters_usable() && slots <= int64_t(device_info().sms) * 2 * 8192) return {1, 1, 0, 0};
   return {2, 1, 0, 0};
 }
 

@@ -105,7 +105,7 @@ int64_t groups_that_fit(const SplitPlan& plan) {
       CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
       fit = clusters;
     } else {
-      const auto kernel = grid_rows_kernel<P>;
+      const auto kernel = plan.path == Split::kHeld ? held_rows_kernel<P> : grid_rows_kernel<P>;
       prepare(kernel, P, false);
       const int64_t ctas = int64_t(device_info().sms) *
                            blocks_per_sm(kernel, kSplitThreads, stage_bytes(P));
@@ -159,8 +159,11 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
   plan.parts = parts;
   const int64_t slots = cols / 4;
   plan.chunk = static_cast<int>((slots + parts - 1) / parts);
-  const int packs = (plan.chunk + kSplitThreads - 1) / kSplitThreads;
-  if (packs > 8) refuse("a part would need more than 8 float4 per thread");
+  const int per_thread = path == Split::kHeld ? 2 * kSplitThreads : kSplitThreads;
+  const int packs = (plan.chunk + per_thread - 1) / per_thread;
+  if (packs > 8)
+    refuse(path == Split::kHeld ? "a part would need more than 16 float4 per thread"
+                                : "a part would need more than 8 float4 per thread");
   with_split_packs(std::max(packs, 1), [&](auto p) { plan.packs = decltype(p)::value; });
   const int64_t fit = groups_that_fit(plan);
   if (fit < 1) refuse("not even one group of them fits on the GPU at once");
@@ -186,7 +189,11 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
 //    0.70-0.72);
 //  - the rest, path (h): K as large as spreads the rows over every resident CTA, but at least 4
 //    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32;
-//    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57).
+//    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57);
+//  - except where (h) would take two or more rounds of rows and (i) one, or the row is longer
+//    than (h) holds at all: (i) in groups of the fewest CTAs that hold a row (8x1048576: K = 32
+//    or 33 0.74-0.76 against (h)'s groups of 64 in two rounds 0.72-0.73; 12x700001: 0.88 against
+//    0.85; 1x4400003: K = 135 0.61-0.65 and K = 264 0.56-0.59, where step07's path (e) took 0.02).
 SplitPlan plan_split(int rows, int cols) {
   if (!clusters_usable()) return {};
   const int64_t slots = cols / 4;
@@ -201,8 +208,16 @@ SplitPlan plan_split(int rows, int cols) {
       return make_split(Split::kCluster,
                         static_cast<int>(std::min<int64_t>(8, std::max(need, wide))), rows, cols);
   }
-  if (need > ctas) return {};  // longer than the whole GPU holds: read twice (path e)
-  return make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
+  // (i) holds twice (h)'s part per CTA, half of it in the stage, without the next row in flight.
+  const int64_t need_held = (slots + 2 * kSlotsPerCta - 1) / (2 * kSlotsPerCta);
+  if (need <= ctas) {
+    const SplitPlan h = make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
+    // (h) in one round, or more rounds than (i) would take in one.
+    if (rows <= groups_that_fit(h) || rows * need_held > ctas) return h;
+  } else if (need_held > ctas) {
+    return {};  // longer than the whole GPU holds, the stage included: read twice (path e)
+  }
+  return make_split(Split::kHeld, static_cast<int>(need_held), rows, cols);
 }
 
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
@@ -218,8 +233,8 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
       CUDA_CHECK_LAUNCH();
       return;
     }
-    // Path (h)'s exchange area is one per device: grid launches on different streams must not
-    // run at the same time, so each waits for the one before it.
+    // The exchange area of (h) and (i) is one per device: grid launches on different streams
+    // must not run at the same time, so each waits for the one before it.
     static std::mutex mutex;
     static std::map<int, cudaEvent_t> last;
     int device = 0;
@@ -231,7 +246,7 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
     } else {
       CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
     }
-    const auto kernel = grid_rows_kernel<P>;
+    const auto kernel = plan.path == Split::kHeld ? held_rows_kernel<P> : grid_rows_kernel<P>;
     prepare(kernel, P, false);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk));
     CUDA_CHECK_LAUNCH();
@@ -241,7 +256,10 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
 
 std::string describe(const SplitPlan& plan) {
   if (plan.path == Split::kNone) return "not split";
-  return std::string(plan.path == Split::kCluster ? "cluster" : "grid") +
+  const char* name = plan.path == Split::kCluster ? "cluster"
+                     : plan.path == Split::kGrid  ? "grid"
+                                                  : "held";
+  return std::string(name) +
          " K=" + std::to_string(plan.parts) + " P=" + std::to_string(plan.packs) +
          " groups=" + std::to_string(plan.groups);
 }

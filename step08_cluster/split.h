@@ -10,12 +10,15 @@
 
 namespace step08_cluster {
 
-enum class Split { kNone, kCluster, kGrid };
+// kCluster: path (g); kGrid: path (h); kHeld: path (i), (h) with each CTA's part twice as long,
+// half of it held in shared memory (split_rows.cuh).
+enum class Split { kNone, kCluster, kGrid, kHeld };
 
 struct SplitPlan {
   Split path = Split::kNone;  // kNone: the row is not split (one of step07's paths takes it)
   int parts = 0;              // K: CTAs per row (the cluster size for kCluster)
-  int packs = 0;              // float4 slots per thread: 1, 2, 4 or 8
+  int packs = 0;              // float4 slots per thread: 1, 2, 4 or 8 (for kHeld: in registers,
+                              // and as many again in shared memory)
   int chunk = 0;              // body slots per part
   int64_t groups = 0;         // clusters or groups launched (each loops over rows)
 };
@@ -33,12 +36,12 @@ std::string cluster_report();
 SplitPlan plan_split(int rows, int cols);
 // A given path and K for rows x cols, as the launcher would size it. Throws std::invalid_argument
 // naming the reason when that split cannot run (K out of range, a part too long for 8 float4 per
-// thread, no clusters, not enough resident CTAs).
+// thread, or 16 for kHeld, no clusters, not enough resident CTAs).
 SplitPlan make_split(Split path, int parts, int rows, int cols);
 // Launches a plan from plan_split or make_split (x and y as the step's launcher checks them).
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
                   cudaStream_t stream);
-// "cluster K=4 P=8 groups=62", for reports.
+// "cluster K=4 P=8 groups=62", for reports ("held" for kHeld).
 std::string describe(const SplitPlan& plan);
 
 }  // namespace step08_cluster

@@ -85,9 +85,9 @@ __device__ __forceinline__ void copy16_async(uint32_t to, const float4* from, bo
       : "memory");
 }
 
-// Issues this thread's copies of its slots of a row into `stage` (slot t + k*512 at that index
-// past the row's line_shift), and loads its head or tail element (threads 0-2 of the first and
-// last part).
+// Issues this thread's copies of its slots of a row into `stage` (slot s = lined_slot(t, k) at
+// index line_shift + s), and loads its head or tail element (threads 0-2 of the first and last
+// part).
 template <int kPacks>
 __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row, int rows,
                                            int cols, const Part& p, int chunk, uint32_t stage,
@@ -97,12 +97,12 @@ __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row
   const PartRow pr(lead, row, cols, p, chunk);
   const int t = threadIdx.x;
   const float4* first = pr.r.body_of(x) + p.first;
-  const float4* in = first + t;
-  const uint32_t to = stage + (line_shift(first, stage) + t) * uint32_t(sizeof(float4));
+  const uint32_t to = stage + line_shift(first, stage) * uint32_t(sizeof(float4));
+  const int in_line = slot_in_line(first);
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
-    copy16_async(to + k * kSplitThreads * sizeof(float4), in + k * kSplitThreads,
-                 t + k * kSplitThreads < pr.count);
+    const int s = lined_slot<kPacks, kSplitThreads>(t, k, in_line);
+    copy16_async(to + s * uint32_t(sizeof(float4)), first + s, s < pr.count);
   }
   if (p.index == 0 && t < pr.r.head) edge = x[pr.r.start + t];
   if (p.index == p.parts - 1 && t < pr.r.tail) edge = x[pr.r.start + pr.r.tail_at + t];
@@ -280,7 +280,8 @@ struct GridExchange {
 // kPacks: float4 slots per thread (chunk <= kPacks * 512). Dynamic shared memory: kPacks * 512 + 8
 // float4, the stage; a row's part starts line_shift slots into it (row_split.cuh). kBulk: the
 // stage is filled by one bulk copy (after the block reduction, when every thread has read it),
-// else by each thread's own copies.
+// else by each thread's own copies. Thread t holds slots lined_slot(t, k) (row_split.cuh), so
+// that each warp reads and writes whole 128-byte lines.
 template <int kPacks, typename Exchange, bool kBulk>
 __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* __restrict__ y,
                                            int rows, int cols, const Part p, int chunk) {
@@ -320,9 +321,10 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     }
     float v[kPacks][4], edge[1] = {next_edge};
     const int shift = line_shift(pr.r.body_of(x) + p.first, stage_at);
+    const int in_line = slot_in_line(pr.r.body_of(x) + p.first);
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      const int s = tid + k * kSplitThreads;
+      const int s = lined_slot<kPacks, kSplitThreads>(tid, k, in_line);
       if (s < pr.count) {
         const float4 c = stage[shift + s];
         v[k][0] = c.x, v[k][1] = c.y, v[k][2] = c.z, v[k][3] = c.w;
@@ -370,7 +372,7 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     float4* out = pr.r.body_of(y) + p.first;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      const int s = tid + k * kSplitThreads;
+      const int s = lined_slot<kPacks, kSplitThreads>(tid, k, in_line);
       if (s < pr.count)
         out[s] = make_float4(v[k][0] * factor, v[k][1] * factor, v[k][2] * factor,
                              v[k][3] * factor);
@@ -411,5 +413,105 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
   split_rows<kPacks, GridExchange, false>(x, y, rows, cols, p, chunk);
 }
+
+// (i): few rows too long for (h) to hold in one round. As (h), a group of K CTAs of a cooperative
+// grid per row, but each CTA's part is twice as long: its first kPacks * 512 slots go into
+// registers (plain loads), the rest (up to as many again) into the shared-memory stage (cp.async),
+// both in flight at once, and stay there until the row is written. No next row is in flight: the
+// stage holds this row. Where (h) would need two or more rounds of rows (8x1048576: groups of 64,
+// two rows each, the second row's exchange and writes with no loads under them), (i) takes every
+// row in one round (groups of 33). The held slots are read three times from shared memory (max;
+// exp, summed and written back; the scaled store).
+template <int kPacks>
+__global__ void __launch_bounds__(kSplitThreads, 2)
+    held_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
+                     int parts, int chunk) {
+  extern __shared__ float4 stage[];
+  __shared__ float2 warp_pairs[2][kSplitWarps];
+  __shared__ ExchangeArea area;  // GridExchange keeps nothing in shared memory
+  constexpr int kInRegisters = kPacks * kSplitThreads;
+  const int k = blockIdx.x % parts;
+  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
+  const int lead = lead_of(x);  // y's is the same (the launcher checks)
+  const int tid = threadIdx.x;
+  const uint32_t stage_at = shared_at(stage);
+  int64_t use = 0;
+  for (int64_t row = p.group; row < rows; row += p.groups, ++use) {
+    const PartRow pr(lead, row, cols, p, chunk);
+    const float4* in = pr.r.body_of(x) + p.first;
+    const float4* held_in = in + kInRegisters;
+    const int held = pr.count - kInRegisters;  // slots in the stage; <= 0 when none
+    const int shift = line_shift(held_in, stage_at);
+    const int in_line = slot_in_line(in);  // held_in's too: kInRegisters is a multiple of 8
+    // A thread's slots in the stage move with the shift: the last row's are all written out.
+    if (use > 0) __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      copy16_async(stage_at + (shift + s) * uint32_t(sizeof(float4)), held_in + s, s < held);
+    }
+    __pipeline_commit();
+    float v[kPacks][4], edge[1] = {-INFINITY};
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      load_item(in + s, s < pr.count, v[j]);
+    }
+    if (p.index == 0 && tid < pr.r.head) edge[0] = x[pr.r.start + tid];
+    if (p.index == p.parts - 1 && tid < pr.r.tail) edge[0] = x[pr.r.start + pr.r.tail_at + tid];
+    __pipeline_wait_prior(0);  // this thread's copies have landed (it reads only those)
+
+    float thread_max = fmaxf(max_of(v), edge[0]);
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      if (s < held) {
+        const float4 c = stage[shift + s];
+        thread_max = fmaxf(thread_max, fmaxf(fmaxf(c.x, c.y), fmaxf(c.z, c.w)));
+      }
+    }
+    const float base = thread_max == -INFINITY ? 0.f : thread_max;
+    float sum = exp_in_place(v, base) + exp_in_place(edge, base);
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      if (s < held) {
+        float c[4];
+        const float4 t = stage[shift + s];
+        c[0] = t.x, c[1] = t.y, c[2] = t.z, c[3] = t.w;
+        sum += exp_in_place(c, base);
+        stage[shift + s] = make_float4(c[0], c[1], c[2], c[3]);
+      }
+    }
+    float max_val = thread_max;
+    block_reduce_pair<kSplitThreads>(max_val, sum, warp_pairs[use & 1]);
+    float row_max = max_val, row_sum = sum;
+    GridExchange::run(p, use, area, row_max, row_sum);
+
+    // As in split_rows: a thread that saw no finite value scales its zeros by 0 / row_sum.
+    const float factor =
+        (thread_max == -INFINITY ? 0.f : rescale(thread_max, row_max)) * reciprocal(row_sum);
+    float4* out = pr.r.body_of(y) + p.first;
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      if (s < pr.count)
+        out[s] = make_float4(v[j][0] * factor, v[j][1] * factor, v[j][2] * factor,
+                             v[j][3] * factor);
+    }
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      if (s < held) {
+        const float4 c = stage[shift + s];
+        out[kInRegisters + s] = make_float4(c.x * factor, c.y * factor, c.z * factor, c.w * factor);
+      }
+    }
+    if (p.index == 0 && tid < pr.r.head) y[pr.r.start + tid] = edge[0] * factor;
+    if (p.index == p.parts - 1 && tid < pr.r.tail)
+      y[pr.r.start + pr.r.tail_at + tid] = edge[0] * factor;
+  }
+}
+
 
 }  // namespace step08_cluster

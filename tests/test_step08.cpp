@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // step08_cluster's split paths one by one: every cluster size 2..16 (path g), groups of 2..200
-// CTAs of a cooperative grid (path h), every float4 count per thread, N % 4 in {0, 1, 2, 3}, x and
+// CTAs of a cooperative grid (path h), groups whose parts are half held in shared memory (path i),
+// every float4 count per thread, N % 4 in {0, 1, 2, 3}, x and
 // y off 16-byte boundaries, the row's maximum or its only finite value at either end of the row
 // (in the last CTA's part or its tail), more rows than clusters or groups (the persistent loop),
 // and the launcher's own choice including rows longer than the GPU holds and the fallback to
@@ -42,7 +43,8 @@ struct Case {
 };
 
 std::string case_name(const Case& c) {
-  return std::string(c.path == Split::kCluster ? "cluster" : "grid") + std::to_string(c.parts) +
+  const char* path = c.path == Split::kCluster ? "cluster" : c.path == Split::kGrid ? "grid" : "held";
+  return std::string(path) + std::to_string(c.parts) +
          "_" + std::to_string(c.rows) + "x" + std::to_string(c.cols) + "_x" +
          std::to_string(c.x_offset) + "y" + std::to_string(c.y_offset);
 }
@@ -56,6 +58,10 @@ std::vector<Case> cases() {
     for (int packs : {1, 2, 4, 8})
       for (int r = 0; r < 4; ++r)
         out.push_back({path, 4, 12, 4 * 2048 * packs - 4 + r, r == 0 ? 0 : 3, r == 0 ? 0 : 3});
+  // (i): every float4 count per thread (registers, and as many held), every N % 4.
+  for (int packs : {1, 2, 4, 8})
+    for (int r = 0; r < 4; ++r)
+      out.push_back({Split::kHeld, 4, 12, 8 * 2048 * packs - 4 + r, r == 0 ? 0 : 3, r == 0 ? 0 : 3});
   // Groups of many CTAs, and few groups (so each loops over several rows).
   for (int k : {2, 7, 33, 64, 128, 200}) out.push_back({Split::kGrid, k, 12, k * 2048 + 1, 2, 2});
   // More rows than clusters or groups fit at once: the persistent loop, the parity of the
@@ -65,9 +71,15 @@ std::vector<Case> cases() {
   out.push_back({Split::kCluster, 16, 40, 16 * 8192, 0, 0});
   out.push_back({Split::kGrid, 64, 40, 64 * 4096 + 3, 1, 1});
   out.push_back({Split::kGrid, 16, 30, 16 * 16384 + 1, 2, 2});
+  // (i) over several rounds (5 and 4 rows a group), where a thread's held slots move with each
+  // row's line_shift; parts with a few held slots; parts with none.
+  out.push_back({Split::kHeld, 33, 40, 33 * 8192 + 3, 1, 1});
+  out.push_back({Split::kHeld, 8, 100, 8 * 2048 * 4 + 1, 2, 2});
+  out.push_back({Split::kHeld, 2, 12, 2 * 4096 * 4 + 4 * 100 + 2, 1, 1});
   // Parts that get no body slots at all (a row shorter than K slots): only the edges matter.
   out.push_back({Split::kCluster, 8, 12, 21, 1, 1});
   out.push_back({Split::kGrid, 8, 12, 7, 3, 3});
+  out.push_back({Split::kHeld, 8, 12, 7, 3, 3});
   return out;
 }
 
@@ -105,10 +117,13 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
     int rows, cols;
   };
   // 2x1048579: few long rows (grid); 40x131075: a cluster of 8; 48x262147: clusters of 16;
-  // 300x32771: clusters of 2; 1x4400003: longer than the GPU holds in registers (two passes);
-  // 16x20000: few mid rows.
+  // 300x32771: clusters of 2; 8x1048579: few long rows that (h) would take in two rounds (held);
+  // 1x4400003 and 3x5000001: longer than the GPU holds in registers (held, in one and three
+  // rounds); 1x9000001: longer than it holds with the stages too (two passes); 16x20000: few mid
+  // rows.
   for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{48, 262147},
-                        Shape{300, 32771}, Shape{1, 4400003}, Shape{16, 20000}}) {
+                        Shape{300, 32771}, Shape{8, 1048579}, Shape{1, 4400003},
+                        Shape{3, 5000001}, Shape{1, 9000001}, Shape{16, 20000}}) {
     ::testing::Test::RecordProperty(
         std::to_string(s.rows) + "x" + std::to_string(s.cols),
         step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
@@ -157,7 +172,12 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   if (dev.cc_major < 9) GTEST_SKIP() << step08_cluster::cluster_report();
   EXPECT_TRUE(step08_cluster::clusters_usable());
   EXPECT_EQ(step08_cluster::plan_split(2048, 65536).path, Split::kCluster);
-  EXPECT_EQ(step08_cluster::plan_split(8, 1048576).path, Split::kGrid);
+  EXPECT_EQ(step08_cluster::plan_split(8, 1048576).path, Split::kHeld);
+  EXPECT_EQ(step08_cluster::plan_split(8, 1048576).parts, 32);
+  EXPECT_EQ(step08_cluster::plan_split(1, 4400003).parts, 135);
+  EXPECT_EQ(step08_cluster::plan_split(2, 1048576).path, Split::kGrid);
+  EXPECT_EQ(step08_cluster::plan_split(1, 4400003).path, Split::kHeld);
+  EXPECT_EQ(step08_cluster::plan_split(1, 9000001).path, Split::kNone);
   EXPECT_EQ(step08_cluster::plan_split(4096, 1024).path, Split::kNone);
   // Rows of 9-16 CTAs' worth: clusters of 16 on enough rows for one round of clusters, grid groups
   // on fewer; few rows of at most 8 CTAs' worth: clusters spread over the resident CTAs; rows
@@ -179,6 +199,9 @@ TEST_F(Step08Dispatch, RefusesSplitsThatCannotRun) {
   EXPECT_THROW(step08_cluster::make_split(Split::kGrid, 1, 4, 100000), std::invalid_argument);
   EXPECT_THROW(step08_cluster::make_split(Split::kCluster, 2, 4, 2 * 16384 + 4),
                std::invalid_argument);  // 8 float4 a thread at most
+  EXPECT_NO_THROW(step08_cluster::make_split(Split::kHeld, 2, 4, 2 * 16384 + 4));
+  EXPECT_THROW(step08_cluster::make_split(Split::kHeld, 2, 4, 4 * 16384 + 4),
+               std::invalid_argument);  // 16 float4 a thread at most
 }
 
 }  // namespace
