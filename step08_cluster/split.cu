@@ -193,7 +193,7 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
 //  - except where (h) would take two or more rounds of rows and (i) one, or the row is longer
 //    than (h) holds at all: (i) in groups of the fewest CTAs that hold a row (8x1048576: K = 32
 //    or 33 0.74-0.76 against (h)'s groups of 64 in two rounds 0.72-0.73; 12x700001: 0.88 against
-//    0.85; 1x4400003: K = 135 0.61-0.65 and K = 264 0.56-0.59, where step07's path (e) took 0.02).
+//    0.85; 1x4400003: K = 135 0.60-0.65 and K = 264 0.55-0.59, where step07's path (e) took 0.02).
 SplitPlan plan_split(int rows, int cols) {
   if (!clusters_usable()) return {};
   const int64_t slots = cols / 4;
