@@ -16,8 +16,8 @@
 // | path | B             | N          | mapping                                  | file           |
 // | (g)  | > 4096, <= 16 CTAs' worth (*) | a cluster of K = 2..16 CTAs per row | split_rows.cuh |
 // | (h)  | > 16 CTAs' worth, up to the GPU | K CTAs of a cooperative grid per row | split_rows.cuh |
-// | (i)  | few rows (h) takes in 2+ rounds, and up to twice the GPU | (h), half of each part  |
-// |      |               |            | held in shared memory, one round          | split_rows.cuh |
+// | (i)  | few rows (h) takes in 2+ rounds; up to twice | (h) with each part half held in   |
+// |      | what (h) holds | shared memory, one round of rows                  | split_rows.cuh |
 // | (a') | unaligned     | 17..131    | tiles of rows via shared memory, 2-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |

@@ -211,7 +211,8 @@ SplitPlan plan_split(int rows, int cols) {
   // (i) holds twice (h)'s part per CTA, half of it in the stage, without the next row in flight.
   const int64_t need_held = (slots + 2 * kSlotsPerCta - 1) / (2 * kSlotsPerCta);
   if (need <= ctas) {
-    const SplitPlan h = make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
+    const SplitPlan h =
+        make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
     // (h) in one round, or more rounds than (i) would take in one.
     if (rows <= groups_that_fit(h) || rows * need_held > ctas) return h;
   } else if (need_held > ctas) {

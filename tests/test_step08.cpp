@@ -43,7 +43,9 @@ struct Case {
 };
 
 std::string case_name(const Case& c) {
-  const char* path = c.path == Split::kCluster ? "cluster" : c.path == Split::kGrid ? "grid" : "held";
+  const char* path = c.path == Split::kCluster ? "cluster"
+                     : c.path == Split::kGrid  ? "grid"
+                                               : "held";
   return std::string(path) + std::to_string(c.parts) +
          "_" + std::to_string(c.rows) + "x" + std::to_string(c.cols) + "_x" +
          std::to_string(c.x_offset) + "y" + std::to_string(c.y_offset);
@@ -61,7 +63,8 @@ std::vector<Case> cases() {
   // (i): every float4 count per thread (registers, and as many held), every N % 4.
   for (int packs : {1, 2, 4, 8})
     for (int r = 0; r < 4; ++r)
-      out.push_back({Split::kHeld, 4, 12, 8 * 2048 * packs - 4 + r, r == 0 ? 0 : 3, r == 0 ? 0 : 3});
+      out.push_back(
+          {Split::kHeld, 4, 12, 8 * 2048 * packs - 4 + r, r == 0 ? 0 : 3, r == 0 ? 0 : 3});
   // Groups of many CTAs, and few groups (so each loops over several rows).
   for (int k : {2, 7, 33, 64, 128, 200}) out.push_back({Split::kGrid, k, 12, k * 2048 + 1, 2, 2});
   // More rows than clusters or groups fit at once: the persistent loop, the parity of the
