@@ -39,6 +39,7 @@
 #include "common/device.h"
 #include "common/program.h"
 #include "common/step_table.h"
+#include "step08_cluster/split.h"
 
 namespace {
 
@@ -219,6 +220,18 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("implementations", order);
     benchmark::AddCustomContext("final_step", softmax::all_steps().back().name);
     benchmark::AddCustomContext("memcpy_timing", "interleaved with each step, launch by launch");
+    // step08's plans depend on the chip: how many clusters fit at once (by CTAs per cluster),
+    // and the plan of each few-rows and long-rows shape.
+    benchmark::AddCustomContext("step08_cluster_fit", step08_cluster::cluster_fit_report());
+    std::string plans;
+    for (const Sweep& sw : kSweeps) {
+      if (std::string(sw.name) != "few" && std::string(sw.name) != "long") continue;
+      for (Shape sh : sw.shapes(false))
+        plans += (plans.empty() ? "" : "; ") + std::to_string(sh.rows) + "x" +
+                 std::to_string(sh.cols) + " " +
+                 step08_cluster::describe(step08_cluster::plan_split(sh.rows, sh.cols));
+    }
+    benchmark::AddCustomContext("step08_plans", plans);
     for (const Step& s : softmax::all_steps()) benchmark::AddCustomContext(std::string("lesson:") + s.name, s.lesson);
     for (const Step& s : baselines::all()) benchmark::AddCustomContext(std::string("lesson:") + s.name, s.lesson);
 

@@ -255,6 +255,20 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
   });
 }
 
+std::string cluster_fit_report() {
+  if (!clusters_usable()) return "none: " + cluster_report();
+  std::string out;
+  for (int k : {2, 3, 4, 6, 8, 12, 16}) {
+    SplitPlan plan;
+    plan.path = Split::kCluster;
+    plan.parts = k;
+    plan.packs = 8;
+    out += (out.empty() ? "" : " ") + std::to_string(k) + ":" +
+           std::to_string(groups_that_fit(plan));
+  }
+  return out;
+}
+
 std::string describe(const SplitPlan& plan) {
   if (plan.path == Split::kNone) return "not split";
   const char* name = plan.path == Split::kCluster ? "cluster"

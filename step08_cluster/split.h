@@ -43,5 +43,9 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
                   cudaStream_t stream);
 // "cluster K=4 P=8 groups=62", for reports ("held" for kHeld).
 std::string describe(const SplitPlan& plan);
+// How many clusters of K 512-thread CTAs (8 float4 a thread) fit on this GPU at once, for K = 2,
+// 3, 4, 6, 8, 12, 16: "2:132 3:79 ..." (it depends on how the chip's SMs are grouped into GPCs);
+// or why there are none. For the benchmark's record.
+std::string cluster_fit_report();
 
 }  // namespace step08_cluster

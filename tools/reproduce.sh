@@ -16,7 +16,9 @@
 #
 # Results go to docs/results/bench_<gpu>.json, <gpu> from nvidia-smi's name ("h100" for "NVIDIA
 # H100 80GB HBM3"); SOFTMAX_GPU_SLUG=name overrides it. Each JSON records the GPU, driver, CUDA
-# versions, the commit (with -dirty when the sources differ from it) and this command.
+# versions, the commit (with -dirty when the sources differ from it) and this command. The GPU's
+# clocks, temperatures and power during the benchmark go to docs/results/gpu_clocks_<gpu>.csv
+# (nvidia-smi, two samples a second; summarised by tools/clock_summary.py).
 # Exit codes: 0 done; 77 no GPU (nothing was built or run); anything else, the step that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -91,13 +93,43 @@ cmake --preset default
 cmake --build --preset default
 
 # 4. The benchmark, into a temporary file first so a failed run leaves the previous JSON alone.
+#    Meanwhile nvidia-smi logs the GPU's clocks, temperatures, power and clock-event reasons twice
+#    a second into $results/gpu_clocks_<gpu>.csv: a kernel that waits on its own latencies slows
+#    with the SM clock where a memcpy does not, so the ratios of a run depend on it.
 say "benchmark (build/bench/softmax_bench, a few minutes)"
 mkdir -p "$results"
 tmp_json=$(mktemp "$results/.bench_$slug.XXXXXX")
-trap 'rm -f "$tmp_json"' EXIT
+clocks_csv=$results/gpu_clocks_$slug.csv
+clock_fields=timestamp,clocks.sm,clocks.mem,temperature.gpu,temperature.memory,power.draw
+logger_pid=""
+stop_logger() {
+  [ -n "$logger_pid" ] || return 0
+  kill "$logger_pid" 2>/dev/null || true
+  wait "$logger_pid" 2>/dev/null || true
+  logger_pid=""
+}
+trap 'stop_logger; rm -f "$tmp_json"' EXIT
+can_log() {
+  nvidia-smi --query-gpu="$1" --format=csv ${first_visible:+-i "$first_visible"} >/dev/null 2>&1
+}
+# The clock-event reasons field is newer than some drivers: logged where nvidia-smi knows it.
+if can_log "$clock_fields,clocks_event_reasons.active"; then
+  clock_fields+=,clocks_event_reasons.active
+fi
+if can_log "$clock_fields"; then
+  nvidia-smi --query-gpu="$clock_fields" --format=csv -lms 500 \
+    ${first_visible:+-i "$first_visible"} > "$clocks_csv" 2>/dev/null &
+  logger_pid=$!
+else
+  echo "nvidia-smi cannot report $clock_fields here: no clock log"
+fi
 rc=0
 build/bench/softmax_bench --benchmark_out="$tmp_json" --benchmark_out_format=json \
   --benchmark_context="commit=$commit,command=$command_line" || rc=$?
+stop_logger
+if [ -s "$clocks_csv" ]; then
+  python3 tools/clock_summary.py "$clocks_csv" || true
+fi
 if [ "$rc" -eq 77 ]; then
   echo "reproduce.sh: softmax_bench found no usable GPU (exit code 77); nothing measured" >&2
   exit 77
@@ -141,6 +173,7 @@ fi
 
 say "done"
 echo "  benchmark JSON:  $bench_json"
+if [ -s "$clocks_csv" ]; then echo "  GPU clock log:   $clocks_csv"; fi
 if [ "$with_torch" = 1 ]; then echo "  torch JSON:      $torch_json"; fi
 if [ "$with_dram" = 1 ]; then
   echo "  DRAM JSON:       $dram_json"
