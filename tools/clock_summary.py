@@ -5,7 +5,7 @@
     python3 tools/clock_summary.py docs/results/gpu_clocks_h100.csv [--parts 4]
 
 The log is nvidia-smi's CSV (timestamp, clocks.sm, clocks.mem, temperature.gpu,
-temperature.memory, power.draw, clocks_event_reasons.active), two samples a second. The run is
+temperature.memory, power.draw, clocks_event_reasons.active), a sample every 5 seconds. The run is
 cut into --parts equal stretches of time (the benchmark runs its sweeps in the order grid,
 irregular, short, long, few, so the last stretch holds the few-rows sweep); for each: the SM and
 memory clocks (min / median / max, MHz), the GPU and memory temperatures (max, C), the power

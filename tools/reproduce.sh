@@ -18,7 +18,7 @@
 # H100 80GB HBM3"); SOFTMAX_GPU_SLUG=name overrides it. Each JSON records the GPU, driver, CUDA
 # versions, the commit (with -dirty when the sources differ from it) and this command. The GPU's
 # clocks, temperatures and power during the benchmark go to docs/results/gpu_clocks_<gpu>.csv
-# (nvidia-smi, two samples a second; summarised by tools/clock_summary.py).
+# (nvidia-smi, a sample every 5 seconds; summarised by tools/clock_summary.py).
 # Exit codes: 0 done; 77 no GPU (nothing was built or run); anything else, the step that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -93,9 +93,11 @@ cmake --preset default
 cmake --build --preset default
 
 # 4. The benchmark, into a temporary file first so a failed run leaves the previous JSON alone.
-#    Meanwhile nvidia-smi logs the GPU's clocks, temperatures, power and clock-event reasons twice
-#    a second into $results/gpu_clocks_<gpu>.csv: a kernel that waits on its own latencies slows
-#    with the SM clock where a memcpy does not, so the ratios of a run depend on it.
+#    Meanwhile nvidia-smi logs the GPU's clocks, temperatures, power and clock-event reasons every
+#    5 seconds into $results/gpu_clocks_<gpu>.csv: a kernel that waits on its own latencies slows
+#    with the SM clock where a memcpy does not, so the ratios of a run depend on it. (Sampled
+#    twice a second, the log came with more timings whose median was 5% over their minimum: 11 of
+#    3293 against 2 in the run before, so it samples seldom.)
 say "benchmark (build/bench/softmax_bench, a few minutes)"
 mkdir -p "$results"
 tmp_json=$(mktemp "$results/.bench_$slug.XXXXXX")
@@ -117,7 +119,7 @@ if can_log "$clock_fields,clocks_event_reasons.active"; then
   clock_fields+=,clocks_event_reasons.active
 fi
 if can_log "$clock_fields"; then
-  nvidia-smi --query-gpu="$clock_fields" --format=csv -lms 500 \
+  nvidia-smi --query-gpu="$clock_fields" --format=csv -l 5 \
     ${first_visible:+-i "$first_visible"} > "$clocks_csv" 2>/dev/null &
   logger_pid=$!
 else
