@@ -28,6 +28,8 @@ bool clusters_wanted_at_start() {
 std::atomic<bool> g_clusters_on{clusters_wanted_at_start()};
 
 constexpr int kSlotsPerCta = kSplitThreads * 8;  // the most a part holds: 8 float4 a thread
+// Rows per resident cluster from which (g) launches a cluster per two rows (make_split).
+constexpr int64_t kRowsPerClusterForWaves = 8;
 
 // Calls f(std::integral_constant<int, P>) for the smallest P of 1, 2, 4, 8 with packs <= P.
 template <typename F>
@@ -170,6 +172,14 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
   // Balanced: every cluster or group takes the same number of rows (or one fewer).
   const int64_t rounds = (rows + fit - 1) / fit;
   plan.groups = (rows + rounds - 1) / rounds;
+  // Clusters over many rows (8 or more per resident cluster): two rows each, far more clusters
+  // than fit at once, so that the hardware starts a new cluster wherever one ends. Clusters on
+  // some SMs run faster than others; with a fixed share of the rows each, the slowest decides.
+  // 0.983-0.988 of memcpy against 0.93-0.95 at every long-rows shape from 32768 to 131075
+  // columns, 0.974 against 0.94 at 512x262147 (docs/notes/step08.md, change 8). A cluster has no
+  // partner outside itself, so waiting for room is safe.
+  if (path == Split::kCluster && rows >= kRowsPerClusterForWaves * fit)
+    plan.groups = (rows + 1) / 2;
   return plan;
 }
 

@@ -22,7 +22,8 @@
 //       guarantees every CTA is resident, so a CTA spinning on the counter cannot keep the one it
 //       waits for from running.
 //
-// Both are persistent: a cluster or group takes rows g, g + groups, ... While it reduces and
+// Both loop over rows: a cluster or group takes rows g, g + groups, ... (g) on many rows is
+// launched with a cluster per two rows, far more than fit at once (split.cu). While it reduces and
 // writes one row, the next row's part is already on its way into a shared-memory stage, from
 // which each thread moves its slots into registers when the row comes up. The DRAM reads of row
 // i+1 overlap the reductions, the exchange and the writes of row i. (g) fills the stage with one

@@ -72,6 +72,9 @@ std::vector<Case> cases() {
   // group; 2 and 8 float4 a thread).
   out.push_back({Split::kCluster, 2, 300, 8192 + 2, 0, 0});
   out.push_back({Split::kCluster, 16, 40, 16 * 8192, 0, 0});
+  // Rows for 8 or more rounds of clusters: a cluster per two rows, more clusters than fit at once
+  // (14 clusters of 16 fit on an H100; 121 rows, the last cluster with one).
+  out.push_back({Split::kCluster, 16, 121, 16 * 16384 + 3, 1, 1});
   out.push_back({Split::kGrid, 64, 40, 64 * 4096 + 3, 1, 1});
   out.push_back({Split::kGrid, 16, 30, 16 * 16384 + 1, 2, 2});
   // (i) over several rounds (5 and 4 rows a group), where a thread's held slots move with each
@@ -187,6 +190,11 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   // that step07's path (d) holds: clusters of 2.
   EXPECT_EQ(step08_cluster::plan_split(512, 262144).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(512, 262144).parts, 16);
+  // Many rows: a cluster per two rows (the hardware starts each where one ends); few: no more
+  // clusters than fit at once.
+  EXPECT_EQ(step08_cluster::plan_split(512, 262144).groups, 256);
+  EXPECT_EQ(step08_cluster::plan_split(2048, 65539).groups, 1024);
+  EXPECT_LE(step08_cluster::plan_split(64, 262144).groups, 16);
   EXPECT_EQ(step08_cluster::plan_split(64, 262144).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(8, 262144).path, Split::kGrid);
   EXPECT_EQ(step08_cluster::plan_split(4096, 32771).path, Split::kCluster);

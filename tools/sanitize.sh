@@ -57,11 +57,13 @@ step07_paths() {
 
 # step08_cluster's own paths as its launcher picks them on an H100 (tests/test_step08.cpp runs
 # every cluster size and grid group size by force): (g) clusters of 2, 4, 6, 8, 12 and 16 CTAs on
-# many rows, aligned and not, and of 3-8 CTAs on few rows; (h) grid groups for few rows of more
-# than 8 CTAs' worth and rows of more than 16; (i) held parts for few rows that (h) would take in
-# two or more rounds and rows longer than the GPU holds in registers, in one round and in three;
-# rows longer than the GPU holds with its stages too (step07's path e);
-# a few of step07's paths as step08 copied them, and path (d) with clusters turned off.
+# many rows, aligned and not, and of 3-8 CTAs on few rows, and a cluster per two rows, more than
+# fit at once, on rows for 8 or more rounds (1100x20003 in clusters of 2, 113x262147 of 16);
+# (h) grid groups for few rows of more than 8 CTAs' worth and rows of more than 16; (i) held parts
+# for few rows that (h) would take in two or more rounds and rows longer than the GPU holds in
+# registers, in one round and in three; rows longer than the GPU holds with its stages too
+# (step07's path e); a few of step07's paths as step08 copied them, and path (d) with clusters
+# turned off.
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -72,6 +74,7 @@ step08_paths() {
     "$s:65536x127+1+1" "$s:1001x1031+3+3" "$s:256x8192+2+2" \
     "$s:300x32771+1+1" "$s:8x65536+1+2" "$s:65536x128" "$s:65536x36" "$s:32x16384+1+1" \
     "$s:128x4096" "$s:113x262147+1+1" "$s:16x65536" "$s:33x20001+2+2" "$s:48x196608" \
+    "$s:1100x20003+1+1" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
