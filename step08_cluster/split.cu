@@ -41,12 +41,14 @@ void with_split_packs(int packs, F&& f) {
 }
 
 // The stage: a part's slots, and 8 more for line_shift's offset (row_split.cuh).
-size_t stage_bytes(int packs) { return (size_t(packs) * kSplitThreads + 8) * sizeof(float4); }
+size_t stage_bytes(int packs, int threads) {
+  return (size_t(packs) * threads + 8) * sizeof(float4);
+}
 
 // The kernels' attributes, set once per device and kernel: the stage may pass the 48 KB default,
 // and (g) may form clusters of 9-16 CTAs.
 template <typename Kernel>
-void prepare(Kernel kernel, int packs, bool cluster) {
+void prepare(Kernel kernel, int packs, int threads, bool cluster) {
   static std::mutex mutex;
   static std::map<std::pair<int, const void*>, bool> done;
   int device = 0;
@@ -55,7 +57,7 @@ void prepare(Kernel kernel, int packs, bool cluster) {
   if (!done.emplace(std::make_pair(device, reinterpret_cast<const void*>(kernel)), true).second)
     return;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(stage_bytes(packs))));
+                                  static_cast<int>(stage_bytes(packs, threads))));
   if (cluster)
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
 }
@@ -64,8 +66,8 @@ void prepare(Kernel kernel, int packs, bool cluster) {
 cudaLaunchConfig_t config(const SplitPlan& plan, cudaStream_t stream, cudaLaunchAttribute* attr) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(plan.groups * plan.parts));
-  cfg.blockDim = dim3(kSplitThreads);
-  cfg.dynamicSmemBytes = stage_bytes(plan.packs);
+  cfg.blockDim = dim3(static_cast<unsigned>(plan.threads));
+  cfg.dynamicSmemBytes = stage_bytes(plan.packs, plan.threads);
   cfg.stream = stream;
   if (plan.path == Split::kCluster) {
     attr->id = cudaLaunchAttributeClusterDimension;
@@ -84,10 +86,10 @@ cudaLaunchConfig_t config(const SplitPlan& plan, cudaStream_t stream, cudaLaunch
 // How many clusters (g) or groups (h) of plan.parts CTAs fit on the GPU at once. Cached.
 int64_t groups_that_fit(const SplitPlan& plan) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, int>, int64_t> cache;
+  static std::map<std::tuple<int, int, int, int, int>, int64_t> cache;
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
-  const auto key = std::make_tuple(device, int(plan.path), plan.parts, plan.packs);
+  const auto key = std::make_tuple(device, int(plan.path), plan.parts, plan.packs, plan.threads);
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto found = cache.find(key);
@@ -98,7 +100,7 @@ int64_t groups_that_fit(const SplitPlan& plan) {
     constexpr int P = decltype(p)::value;
     if (plan.path == Split::kCluster) {
       const auto kernel = cluster_rows_kernel<P>;
-      prepare(kernel, P, true);
+      prepare(kernel, P, kSplitThreads, true);
       SplitPlan one = plan;
       one.groups = 1;
       cudaLaunchAttribute attr;
@@ -107,10 +109,14 @@ int64_t groups_that_fit(const SplitPlan& plan) {
       CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
       fit = clusters;
     } else {
-      const auto kernel = plan.path == Split::kHeld ? held_rows_kernel<P> : grid_rows_kernel<P>;
-      prepare(kernel, P, false);
-      const int64_t ctas = int64_t(device_info().sms) *
-                           blocks_per_sm(kernel, kSplitThreads, stage_bytes(P));
+      const auto resident = [&](auto kernel, int threads) {
+        prepare(kernel, P, threads, false);
+        return int64_t(device_info().sms) * blocks_per_sm(kernel, threads, stage_bytes(P, threads));
+      };
+      const int64_t ctas = plan.path == Split::kGrid ? resident(grid_rows_kernel<P>, kSplitThreads)
+                           : plan.threads == 1024   ? resident(held_rows_kernel<P, 1024>, 1024)
+                                                    : resident(held_rows_kernel<P, kSplitThreads>,
+                                                               kSplitThreads);
       fit = std::min<int64_t>(ctas, kMaxGridCtas) / plan.parts;
     }
   });
@@ -147,7 +153,7 @@ std::string cluster_report() {
          "): long rows and few rows are split over several SMs (paths g, h)";
 }
 
-SplitPlan make_split(Split path, int parts, int rows, int cols) {
+SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   const auto refuse = [&](const std::string& why) {
     throw std::invalid_argument("step08_cluster: cannot split rows of " + std::to_string(cols) +
                                 " floats over " + std::to_string(parts) + " CTAs: " + why);
@@ -155,13 +161,17 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
   if (path == Split::kNone) refuse("no split path given");
   if (parts < 2) refuse("a split needs at least 2 CTAs");
   if (path == Split::kCluster && parts > kMaxClusterCtas) refuse("a cluster holds at most 16");
+  if (threads != kSplitThreads && !(threads == 1024 && path == Split::kHeld))
+    refuse("CTAs of " + std::to_string(threads) +
+           " threads (the sizes built: 512, and 1024 for the held path)");
   if (!clusters_usable()) refuse("thread block clusters are not in use on this device");
   SplitPlan plan;
   plan.path = path;
   plan.parts = parts;
+  plan.threads = threads;
   const int64_t slots = cols / 4;
   plan.chunk = static_cast<int>((slots + parts - 1) / parts);
-  const int per_thread = path == Split::kHeld ? 2 * kSplitThreads : kSplitThreads;
+  const int per_thread = path == Split::kHeld ? 2 * threads : kSplitThreads;
   const int packs = (plan.chunk + per_thread - 1) / per_thread;
   if (packs > 8)
     refuse(path == Split::kHeld ? "a part would need more than 16 float4 per thread"
@@ -200,10 +210,12 @@ SplitPlan make_split(Split path, int parts, int rows, int cols) {
 //  - the rest, path (h): K as large as spreads the rows over every resident CTA, but at least 4
 //    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32;
 //    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57);
-//  - except where (h) would take two or more rounds of rows and (i) one, or the row is longer
-//    than (h) holds at all: (i) in groups of the fewest CTAs that hold a row (8x1048576: K = 32
-//    or 33 0.74-0.76 against (h)'s groups of 64 in two rounds 0.72-0.73; 12x700001: 0.88 against
-//    0.85; 1x4400003: K = 135 0.60-0.65 and K = 264 0.55-0.59, where step07's path (e) took 0.02).
+//  - except where (h) would take two or more rounds of rows and (i) one: (i) in groups of the
+//    fewest CTAs that hold a row (8x1048576: K = 32 or 33 0.74-0.76 against (h)'s groups of 64 in
+//    two rounds 0.72-0.73; 12x700001: 0.88 against 0.85);
+//  - and rows longer than (h) holds at all: (i) in the fewest CTAs of 1024 threads that hold a row
+//    (1x4400003: K = 68 0.71; in CTAs of 512, K = 135 0.62 and K = 264 0.55-0.59; step07's path
+//    (e) took 0.02).
 SplitPlan plan_split(int rows, int cols) {
   if (!clusters_usable()) return {};
   const int64_t slots = cols / 4;
@@ -225,10 +237,16 @@ SplitPlan plan_split(int rows, int cols) {
         make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
     // (h) in one round, or more rounds than (i) would take in one.
     if (rows <= groups_that_fit(h) || rows * need_held > ctas) return h;
-  } else if (need_held > ctas) {
-    return {};  // longer than the whole GPU holds, the stage included: read twice (path e)
+    return make_split(Split::kHeld, static_cast<int>(need_held), rows, cols);
   }
-  return make_split(Split::kHeld, static_cast<int>(need_held), rows, cols);
+  // A row longer than (h) holds on the whole GPU: in CTAs of 512, (i) would put two parts of the
+  // row on some SMs. CTAs of 1024 threads, one an SM, each holding twice as much: 1x4400003 in 68
+  // of them at 0.71 of memcpy against 135 of 512 at 0.62 (132 of 1024: 0.65), 3x5000001 0.65
+  // against 0.59 (docs/notes/step08.md, change 9).
+  const int64_t need_wide = (slots + 4 * kSlotsPerCta - 1) / (4 * kSlotsPerCta);
+  if (need_wide > device_info().sms)
+    return {};  // longer than the whole GPU holds, the stage included: read twice (path e)
+  return make_split(Split::kHeld, static_cast<int>(need_wide), rows, cols, 1024);
 }
 
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
@@ -239,7 +257,7 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
     constexpr int P = decltype(p)::value;
     if (plan.path == Split::kCluster) {
       const auto kernel = cluster_rows_kernel<P>;
-      prepare(kernel, P, true);
+      prepare(kernel, P, kSplitThreads, true);
       CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.chunk));
       CUDA_CHECK_LAUNCH();
       return;
@@ -257,10 +275,14 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
     } else {
       CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
     }
-    const auto kernel = plan.path == Split::kHeld ? held_rows_kernel<P> : grid_rows_kernel<P>;
-    prepare(kernel, P, false);
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk));
-    CUDA_CHECK_LAUNCH();
+    const auto run = [&](auto kernel) {
+      prepare(kernel, P, plan.threads, false);
+      CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk));
+      CUDA_CHECK_LAUNCH();
+    };
+    if (plan.path == Split::kGrid) run(grid_rows_kernel<P>);
+    else if (plan.threads == 1024) run(held_rows_kernel<P, 1024>);
+    else run(held_rows_kernel<P, kSplitThreads>);
     CUDA_CHECK(cudaEventRecord(done, stream));
   });
 }
@@ -284,9 +306,9 @@ std::string describe(const SplitPlan& plan) {
   const char* name = plan.path == Split::kCluster ? "cluster"
                      : plan.path == Split::kGrid  ? "grid"
                                                   : "held";
-  return std::string(name) +
-         " K=" + std::to_string(plan.parts) + " P=" + std::to_string(plan.packs) +
-         " groups=" + std::to_string(plan.groups);
+  return std::string(name) + " K=" + std::to_string(plan.parts) +
+         " P=" + std::to_string(plan.packs) + " groups=" + std::to_string(plan.groups) +
+         (plan.threads == kSplitThreads ? "" : " T=" + std::to_string(plan.threads));
 }
 
 }  // namespace step08_cluster

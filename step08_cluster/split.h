@@ -21,6 +21,7 @@ struct SplitPlan {
                               // and as many again in shared memory)
   int chunk = 0;              // body slots per part
   int64_t groups = 0;         // clusters or groups launched (each loops over rows)
+  int threads = 512;          // per CTA: 512 (two an SM), or 1024 for kHeld (one an SM)
 };
 
 // Clusters can be used: the current device is sm_90 or later, and neither use_clusters(false)
@@ -37,7 +38,8 @@ SplitPlan plan_split(int rows, int cols);
 // A given path and K for rows x cols, as the launcher would size it. Throws std::invalid_argument
 // naming the reason when that split cannot run (K out of range, a part too long for 8 float4 per
 // thread, or 16 for kHeld, no clusters, not enough resident CTAs).
-SplitPlan make_split(Split path, int parts, int rows, int cols);
+// threads: 512, or 1024 for kHeld.
+SplitPlan make_split(Split path, int parts, int rows, int cols, int threads = 512);
 // Launches a plan from plan_split or make_split (x and y as the step's launcher checks them).
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
                   cudaStream_t stream);

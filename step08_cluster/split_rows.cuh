@@ -422,15 +422,16 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 // stage holds this row. Where (h) would need two or more rounds of rows (8x1048576: groups of 64,
 // two rows each, the second row's exchange and writes with no loads under them), (i) takes every
 // row in one round (groups of 33). The held slots are read three times from shared memory (max;
-// exp, summed and written back; the scaled store).
-template <int kPacks>
-__global__ void __launch_bounds__(kSplitThreads, 2)
+// exp, summed and written back; the scaled store). kThreads: 512 (two CTAs an SM), or 1024 (one
+// an SM, each part twice as long: rows longer than (h) holds on the whole GPU, split.cu).
+template <int kPacks, int kThreads>
+__global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     held_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                      int parts, int chunk) {
   extern __shared__ float4 stage[];
-  __shared__ float2 warp_pairs[2][kSplitWarps];
+  __shared__ float2 warp_pairs[2][kThreads / kWarpSize];
   __shared__ ExchangeArea area;  // GridExchange keeps nothing in shared memory
-  constexpr int kInRegisters = kPacks * kSplitThreads;
+  constexpr int kInRegisters = kPacks * kThreads;
   const int k = blockIdx.x % parts;
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
   const int lead = lead_of(x);  // y's is the same (the launcher checks)
@@ -448,14 +449,14 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
     if (use > 0) __syncthreads();
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
-      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
       copy16_async(stage_at + (shift + s) * uint32_t(sizeof(float4)), held_in + s, s < held);
     }
     __pipeline_commit();
     float v[kPacks][4], edge[1] = {-INFINITY};
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
-      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
       load_item(in + s, s < pr.count, v[j]);
     }
     if (p.index == 0 && tid < pr.r.head) edge[0] = x[pr.r.start + tid];
@@ -465,7 +466,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
     float thread_max = fmaxf(max_of(v), edge[0]);
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
-      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
       if (s < held) {
         const float4 c = stage[shift + s];
         thread_max = fmaxf(thread_max, fmaxf(fmaxf(c.x, c.y), fmaxf(c.z, c.w)));
@@ -475,7 +476,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
     float sum = exp_in_place(v, base) + exp_in_place(edge, base);
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
-      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
       if (s < held) {
         float c[4];
         const float4 t = stage[shift + s];
@@ -485,7 +486,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
       }
     }
     float max_val = thread_max;
-    block_reduce_pair<kSplitThreads>(max_val, sum, warp_pairs[use & 1]);
+    block_reduce_pair<kThreads>(max_val, sum, warp_pairs[use & 1]);
     float row_max = max_val, row_sum = sum;
     GridExchange::run(p, use, area, row_max, row_sum);
 
@@ -495,14 +496,14 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
     float4* out = pr.r.body_of(y) + p.first;
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
-      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
       if (s < pr.count)
         out[s] = make_float4(v[j][0] * factor, v[j][1] * factor, v[j][2] * factor,
                              v[j][3] * factor);
     }
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
-      const int s = lined_slot<kPacks, kSplitThreads>(tid, j, in_line);
+      const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
       if (s < held) {
         const float4 c = stage[shift + s];
         out[kInRegisters + s] = make_float4(c.x * factor, c.y * factor, c.z * factor, c.w * factor);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // step08_cluster's split paths one by one: every cluster size 2..16 (path g), groups of 2..200
-// CTAs of a cooperative grid (path h), groups whose parts are half held in shared memory (path i),
-// every float4 count per thread, N % 4 in {0, 1, 2, 3}, x and
+// CTAs of a cooperative grid (path h), groups whose parts are half held in shared memory (path i,
+// in CTAs of 512 and of 1024 threads), every float4 count per thread, N % 4 in {0, 1, 2, 3}, x and
 // y off 16-byte boundaries, the row's maximum or its only finite value at either end of the row
 // (in the last CTA's part or its tail), more rows than clusters or groups (the persistent loop),
 // and the launcher's own choice including rows longer than the GPU holds and the fallback to
@@ -25,13 +25,15 @@ namespace {
 using step08_cluster::Split;
 using step08_cluster::SplitPlan;
 
-// A Step whose launcher runs one given split (path and K), sized as the step would size it.
+// A Step whose launcher runs one given split (path, K and CTA size), sized as the step would size
+// it.
 Split g_path = Split::kNone;
 int g_parts = 0;
+int g_threads = 512;
 void forced_launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   check_launch_args("step08 forced split", x, y, rows, cols, kNoColLimit);
-  step08_cluster::launch_split(step08_cluster::make_split(g_path, g_parts, rows, cols), x, y,
-                               rows, cols, stream);
+  step08_cluster::launch_split(step08_cluster::make_split(g_path, g_parts, rows, cols, g_threads),
+                               x, y, rows, cols, stream);
 }
 int no_limit() { return kNoColLimit; }
 Traffic ideal(int) { return kIdealTraffic; }
@@ -40,6 +42,7 @@ const Step kForced{"step08_forced_split", "one split path", forced_launch, no_li
 struct Case {
   Split path;
   int parts, rows, cols, x_offset, y_offset;
+  int threads = 512;
 };
 
 std::string case_name(const Case& c) {
@@ -47,7 +50,8 @@ std::string case_name(const Case& c) {
                      : c.path == Split::kGrid  ? "grid"
                                                : "held";
   return std::string(path) + std::to_string(c.parts) +
-         "_" + std::to_string(c.rows) + "x" + std::to_string(c.cols) + "_x" +
+         (c.threads == 512 ? "" : "t" + std::to_string(c.threads)) + "_" +
+         std::to_string(c.rows) + "x" + std::to_string(c.cols) + "_x" +
          std::to_string(c.x_offset) + "y" + std::to_string(c.y_offset);
 }
 
@@ -65,6 +69,11 @@ std::vector<Case> cases() {
     for (int r = 0; r < 4; ++r)
       out.push_back(
           {Split::kHeld, 4, 12, 8 * 2048 * packs - 4 + r, r == 0 ? 0 : 3, r == 0 ? 0 : 3});
+  // (i) in CTAs of 1024 threads: each part twice as long again.
+  for (int packs : {1, 2, 4, 8})
+    for (int r = 0; r < 4; ++r)
+      out.push_back({Split::kHeld, 4, 12, 16 * 2048 * packs - 4 + r, r == 0 ? 0 : 3,
+                     r == 0 ? 0 : 3, 1024});
   // Groups of many CTAs, and few groups (so each loops over several rows).
   for (int k : {2, 7, 33, 64, 128, 200}) out.push_back({Split::kGrid, k, 12, k * 2048 + 1, 2, 2});
   // More rows than clusters or groups fit at once: the persistent loop, the parity of the
@@ -82,10 +91,13 @@ std::vector<Case> cases() {
   out.push_back({Split::kHeld, 33, 40, 33 * 8192 + 3, 1, 1});
   out.push_back({Split::kHeld, 8, 100, 8 * 2048 * 4 + 1, 2, 2});
   out.push_back({Split::kHeld, 2, 12, 2 * 4096 * 4 + 4 * 100 + 2, 1, 1});
+  out.push_back({Split::kHeld, 17, 40, 17 * 16384 + 3, 1, 1, 1024});  // 7 groups fit: 6 rounds
+  out.push_back({Split::kHeld, 2, 12, 2 * 8192 * 4 + 4 * 100 + 2, 1, 1, 1024});
   // Parts that get no body slots at all (a row shorter than K slots): only the edges matter.
   out.push_back({Split::kCluster, 8, 12, 21, 1, 1});
   out.push_back({Split::kGrid, 8, 12, 7, 3, 3});
   out.push_back({Split::kHeld, 8, 12, 7, 3, 3});
+  out.push_back({Split::kHeld, 8, 12, 7, 3, 3, 1024});
   return out;
 }
 
@@ -96,8 +108,10 @@ TEST_P(Step08Split, MatchesReference) {
   const Case& c = GetParam();
   g_path = c.path;
   g_parts = c.parts;
+  g_threads = c.threads;
   ::testing::Test::RecordProperty(
-      "plan", step08_cluster::describe(step08_cluster::make_split(c.path, c.parts, c.rows, c.cols)));
+      "plan", step08_cluster::describe(
+                  step08_cluster::make_split(c.path, c.parts, c.rows, c.cols, c.threads)));
   for (InputKind kind : {InputKind::kNormal, InputKind::kNonFinite, InputKind::kMaxAtEnds,
                          InputKind::kOneFiniteAtEnds}) {
     const VerifyResult r =
@@ -124,12 +138,13 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
   };
   // 2x1048579: few long rows (grid); 40x131075: a cluster of 8; 48x262147: clusters of 16;
   // 300x32771: clusters of 2; 8x1048579: few long rows that (h) would take in two rounds (held);
-  // 1x4400003 and 3x5000001: longer than the GPU holds in registers (held, in one and three
-  // rounds); 1x9000001: longer than it holds with the stages too (two passes); 16x20000: few mid
-  // rows.
+  // 1x4400003 and 3x5000001: longer than (h) holds on the whole GPU (held in CTAs of 1024, in
+  // one and three rounds; 1x8650755 the longest that holds on an H100, in 132 of them);
+  // 1x9000001: longer than the GPU holds with the stages too (two passes); 16x20000: few mid rows.
   for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{48, 262147},
                         Shape{300, 32771}, Shape{8, 1048579}, Shape{1, 4400003},
-                        Shape{3, 5000001}, Shape{1, 9000001}, Shape{16, 20000}}) {
+                        Shape{3, 5000001}, Shape{1, 8650755}, Shape{1, 9000001},
+                        Shape{16, 20000}}) {
     ::testing::Test::RecordProperty(
         std::to_string(s.rows) + "x" + std::to_string(s.cols),
         step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
@@ -180,7 +195,10 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(2048, 65536).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(8, 1048576).path, Split::kHeld);
   EXPECT_EQ(step08_cluster::plan_split(8, 1048576).parts, 32);
-  EXPECT_EQ(step08_cluster::plan_split(1, 4400003).parts, 135);
+  // Rows longer than (h) holds on the whole GPU: (i) in CTAs of 1024 threads, one an SM.
+  EXPECT_EQ(step08_cluster::plan_split(1, 4400003).parts, 68);
+  EXPECT_EQ(step08_cluster::plan_split(1, 4400003).threads, 1024);
+  EXPECT_EQ(step08_cluster::plan_split(8, 1048576).threads, 512);
   EXPECT_EQ(step08_cluster::plan_split(2, 1048576).path, Split::kGrid);
   EXPECT_EQ(step08_cluster::plan_split(1, 4400003).path, Split::kHeld);
   EXPECT_EQ(step08_cluster::plan_split(1, 9000001).path, Split::kNone);
@@ -213,6 +231,13 @@ TEST_F(Step08Dispatch, RefusesSplitsThatCannotRun) {
   EXPECT_NO_THROW(step08_cluster::make_split(Split::kHeld, 2, 4, 2 * 16384 + 4));
   EXPECT_THROW(step08_cluster::make_split(Split::kHeld, 2, 4, 4 * 16384 + 4),
                std::invalid_argument);  // 16 float4 a thread at most
+  EXPECT_NO_THROW(step08_cluster::make_split(Split::kHeld, 2, 4, 4 * 16384 + 4, 1024));
+  EXPECT_THROW(step08_cluster::make_split(Split::kHeld, 2, 4, 8 * 16384 + 4, 1024),
+               std::invalid_argument);  // 16 float4 a thread at most, 1024 threads
+  EXPECT_THROW(step08_cluster::make_split(Split::kCluster, 4, 4, 100000, 1024),
+               std::invalid_argument);  // 1024 threads only for (i)
+  EXPECT_THROW(step08_cluster::make_split(Split::kGrid, 4, 4, 100000, 256),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -60,8 +60,8 @@ step07_paths() {
 # many rows, aligned and not, and of 3-8 CTAs on few rows, and a cluster per two rows, more than
 # fit at once, on rows for 8 or more rounds (1100x20003 in clusters of 2, 113x262147 of 16);
 # (h) grid groups for few rows of more than 8 CTAs' worth and rows of more than 16; (i) held parts
-# for few rows that (h) would take in two or more rounds and rows longer than the GPU holds in
-# registers, in one round and in three; rows longer than the GPU holds with its stages too
+# for few rows that (h) would take in two or more rounds, and in CTAs of 1024 threads for rows
+# longer than (h) holds on the whole GPU, in one round and in three; rows longer than the GPU holds with its stages too
 # (step07's path e); a few of step07's paths as step08 copied them, and path (d) with clusters
 # turned off.
 step08_paths() {
