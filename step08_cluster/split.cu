@@ -280,9 +280,13 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
       CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk));
       CUDA_CHECK_LAUNCH();
     };
-    if (plan.path == Split::kGrid) run(grid_rows_kernel<P>);
-    else if (plan.threads == 1024) run(held_rows_kernel<P, 1024>);
-    else run(held_rows_kernel<P, kSplitThreads>);
+    if (plan.path == Split::kGrid) {
+      run(grid_rows_kernel<P>);
+    } else if (plan.threads == 1024) {
+      run(held_rows_kernel<P, 1024>);
+    } else {
+      run(held_rows_kernel<P, kSplitThreads>);
+    }
     CUDA_CHECK(cudaEventRecord(done, stream));
   });
 }

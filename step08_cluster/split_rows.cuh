@@ -156,7 +156,8 @@ __device__ __forceinline__ void wait_parity(uint32_t barrier, uint32_t phase) {
 }
 
 // What a CTA keeps in shared memory for the exchange of (g): the K pairs of a row, two sets by row
-// parity, and a transaction barrier (mbarrier) per set. (h) uses none of it.
+// parity, and a transaction barrier (mbarrier) per set. (h) and (i) keep their row's merged pair
+// in pairs[parity][0].
 struct ExchangeArea {
   float2 pairs[2][kMaxClusterCtas];
   unsigned long long arrived[2];
@@ -243,37 +244,49 @@ struct ClusterExchange {
 
 // The exchange of (h): pairs in global memory, a counting barrier per group. Thread 0 publishes
 // the pair and arrives; the last of the K to arrive resets the count and bumps the generation,
-// which the others wait for. Then every warp reads the K pairs from L2 and merges them. Two sets
-// of pairs by row parity, for the reason ClusterExchange gives.
+// which the others wait for. Then warp 0 reads the K pairs from L2, merges them and leaves the
+// row's pair in shared memory for the other warps, behind one block barrier. Every warp reading
+// the K pairs itself, as first written, put 16-32 warps of each of the K CTAs onto the same few L2
+// lines at once: 1x1048576 (K = 128) ran at 0.56 of memcpy against 0.59-0.60, 2x1048579 at 0.81
+// against 0.86, 128x1048579 (K = 64) at 0.81 against 0.84 (docs/notes/step08.md, change 10).
+// Two sets of pairs by row parity, for the reason ClusterExchange gives; the merged pair in shared
+// memory alternates by parity too.
 struct GridExchange {
   __device__ __forceinline__ static void init(ExchangeArea&) {}
 
-  __device__ __forceinline__ static void run(const Part& p, int64_t use, ExchangeArea&,
+  __device__ __forceinline__ static void run(const Part& p, int64_t use, ExchangeArea& area,
                                              float& max_val, float& sum) {
     float2* const pairs = g_split_pairs[use & 1];
-    if (threadIdx.x == 0) {
-      cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(g_split_arrived[p.group]);
-      cuda::atomic_ref<unsigned, cuda::thread_scope_device> generation(
-          g_split_generation[p.group]);
-      pairs[blockIdx.x] = make_float2(max_val, sum);
-      const unsigned gen = generation.load(cuda::memory_order_acquire);
-      if (arrived.fetch_add(1, cuda::memory_order_acq_rel) == unsigned(p.parts - 1)) {
-        arrived.store(0, cuda::memory_order_relaxed);
-        generation.fetch_add(1, cuda::memory_order_release);
-      } else {
-        while (generation.load(cuda::memory_order_acquire) == gen) __nanosleep(32);
+    if (threadIdx.x < kWarpSize) {
+      if (threadIdx.x == 0) {
+        cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrived(g_split_arrived[p.group]);
+        cuda::atomic_ref<unsigned, cuda::thread_scope_device> generation(
+            g_split_generation[p.group]);
+        pairs[blockIdx.x] = make_float2(max_val, sum);
+        const unsigned gen = generation.load(cuda::memory_order_acquire);
+        if (arrived.fetch_add(1, cuda::memory_order_acq_rel) == unsigned(p.parts - 1)) {
+          arrived.store(0, cuda::memory_order_relaxed);
+          generation.fetch_add(1, cuda::memory_order_release);
+        } else {
+          while (generation.load(cuda::memory_order_acquire) == gen) __nanosleep(32);
+        }
       }
+      __syncwarp();  // the warp's reads come after thread 0's acquire
+      const int lane = threadIdx.x;
+      const int64_t base = blockIdx.x - p.index;  // the group's part 0
+      max_val = -INFINITY;
+      sum = 0.f;
+      for (int k = lane; k < p.parts; k += kWarpSize) {
+        const float2 other = __ldcg(pairs + base + k);
+        merge(max_val, sum, other.x, other.y);
+      }
+      warp_reduce_pair(max_val, sum);
+      if (lane == 0) area.pairs[use & 1][0] = make_float2(max_val, sum);
     }
     __syncthreads();
-    const int lane = threadIdx.x % kWarpSize;
-    const int64_t base = blockIdx.x - p.index;  // the group's part 0
-    max_val = -INFINITY;
-    sum = 0.f;
-    for (int k = lane; k < p.parts; k += kWarpSize) {
-      const float2 other = __ldcg(pairs + base + k);
-      merge(max_val, sum, other.x, other.y);
-    }
-    warp_reduce_pair(max_val, sum);
+    const float2 row = area.pairs[use & 1][0];
+    max_val = row.x;
+    sum = row.y;
   }
 };
 
@@ -430,7 +443,7 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
                      int parts, int chunk) {
   extern __shared__ float4 stage[];
   __shared__ float2 warp_pairs[2][kThreads / kWarpSize];
-  __shared__ ExchangeArea area;  // GridExchange keeps nothing in shared memory
+  __shared__ ExchangeArea area;  // GridExchange's merged pair
   constexpr int kInRegisters = kPacks * kThreads;
   const int k = blockIdx.x % parts;
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
