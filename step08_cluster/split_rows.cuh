@@ -86,6 +86,28 @@ __device__ __forceinline__ void copy16_async(uint32_t to, const float4* from, bo
       : "memory");
 }
 
+// y = exp(x - base) * exp(base - row_max) / row_sum, with base the thread's own max: the factor a
+// thread scales its exps by. A thread that saw no finite value holds only zeros: its factor is
+// 0 / row_sum, which is 0, or NaN where the row's sum is NaN (a NaN or +inf anywhere in the row) as
+// every other path gives it. A row of only -inf has sum 0: 0 / 0, NaN, again as elsewhere.
+__device__ __forceinline__ float part_factor(float thread_max, float row_max, float row_sum) {
+  return (thread_max == -INFINITY ? 0.f : rescale(thread_max, row_max)) * reciprocal(row_sum);
+}
+
+// Stores this thread's slots of a part (slot s = lined_slot(t, k) of `out`, those below `count`),
+// scaled by `factor`.
+template <int kPacks, int kThreads>
+__device__ __forceinline__ void store_part(float4* out, const float (&v)[kPacks][4], float factor,
+                                           int in_line, int count) {
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int s = lined_slot<kPacks, kThreads>(threadIdx.x, k, in_line);
+    if (s < count)
+      out[s] = make_float4(v[k][0] * factor, v[k][1] * factor, v[k][2] * factor,
+                           v[k][3] * factor);
+  }
+}
+
 // Issues this thread's copies of its slots of a row into `stage` (slot s = lined_slot(t, k) at
 // index line_shift + s), and loads its head or tail element (threads 0-2 of the first and last
 // part).
@@ -377,20 +399,8 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     float row_max = max_val, row_sum = sum;
     Exchange::run(p, use, area, row_max, row_sum);
 
-    // y = exp(x - base) * exp(base - row_max) / row_sum. A thread that saw no finite value holds
-    // only zeros: its factor is 0 / row_sum, which is 0, or NaN where the row's sum is NaN (a NaN
-    // or +inf anywhere in the row) as every other path gives it. A row of only -inf has sum 0:
-    // 0 / 0, NaN, again as elsewhere.
-    const float factor =
-        (thread_max == -INFINITY ? 0.f : rescale(thread_max, row_max)) * reciprocal(row_sum);
-    float4* out = pr.r.body_of(y) + p.first;
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-      const int s = lined_slot<kPacks, kSplitThreads>(tid, k, in_line);
-      if (s < pr.count)
-        out[s] = make_float4(v[k][0] * factor, v[k][1] * factor, v[k][2] * factor,
-                             v[k][3] * factor);
-    }
+    const float factor = part_factor(thread_max, row_max, row_sum);
+    store_part<kPacks, kSplitThreads>(pr.r.body_of(y) + p.first, v, factor, in_line, pr.count);
     if (p.index == 0 && tid < pr.r.head) y[pr.r.start + tid] = edge[0] * factor;
     if (p.index == p.parts - 1 && tid < pr.r.tail)
       y[pr.r.start + pr.r.tail_at + tid] = edge[0] * factor;
@@ -503,17 +513,9 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     float row_max = max_val, row_sum = sum;
     GridExchange::run(p, use, area, row_max, row_sum);
 
-    // As in split_rows: a thread that saw no finite value scales its zeros by 0 / row_sum.
-    const float factor =
-        (thread_max == -INFINITY ? 0.f : rescale(thread_max, row_max)) * reciprocal(row_sum);
+    const float factor = part_factor(thread_max, row_max, row_sum);
     float4* out = pr.r.body_of(y) + p.first;
-#pragma unroll
-    for (int j = 0; j < kPacks; ++j) {
-      const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
-      if (s < pr.count)
-        out[s] = make_float4(v[j][0] * factor, v[j][1] * factor, v[j][2] * factor,
-                             v[j][3] * factor);
-    }
+    store_part<kPacks, kThreads>(out, v, factor, in_line, pr.count);
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
       const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
