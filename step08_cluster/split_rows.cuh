@@ -444,9 +444,12 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 // both in flight at once, and stay there until the row is written. No next row is in flight: the
 // stage holds this row. Where (h) would need two or more rounds of rows (8x1048576: groups of 64,
 // two rows each, the second row's exchange and writes with no loads under them), (i) takes every
-// row in one round (groups of 33). The held slots are read three times from shared memory (max;
-// exp, summed and written back; the scaled store). kThreads: 512 (two CTAs an SM), or 1024 (one
-// an SM, each part twice as long: rows longer than (h) holds on the whole GPU, split.cu).
+// row in one round (groups of 33). The thread's pair is taken online, pack by pack, as the loads
+// land (reduce.cuh's online_add), so most exponentials run under the loads still in flight; the
+// held slots are read twice from shared memory (the pair; the store, which takes their exps
+// again against the row's max). kThreads: 512 (two CTAs an SM), or 1024 (one an SM, each part
+// twice as long: rows longer than (h) holds on the whole GPU, split.cu). Change 11 in
+// docs/notes/step08.md has the measurements.
 template <int kPacks, int kThreads>
 __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     held_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
@@ -470,13 +473,14 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     const int in_line = slot_in_line(in);  // held_in's too: kInRegisters is a multiple of 8
     // A thread's slots in the stage move with the shift: the last row's are all written out.
     if (use > 0) __syncthreads();
+    // One commit group per pack of held slots, so that the pass below can take each as it lands.
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
       const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
       copy16_async(stage_at + (shift + s) * uint32_t(sizeof(float4)), held_in + s, s < held);
+      __pipeline_commit();
     }
-    __pipeline_commit();
-    float v[kPacks][4], edge[1] = {-INFINITY};
+    float v[kPacks][4], edge[1] = {-INFINITY}, base[kPacks], edge_base;
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
       const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
@@ -484,30 +488,35 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     }
     if (p.index == 0 && tid < pr.r.head) edge[0] = x[pr.r.start + tid];
     if (p.index == p.parts - 1 && tid < pr.r.tail) edge[0] = x[pr.r.start + pr.r.tail_at + tid];
-    __pipeline_wait_prior(0);  // this thread's copies have landed (it reads only those)
 
-    float thread_max = fmaxf(max_of(v), edge[0]);
+    // The thread's pair, taken online a pack at a time in the order the loads were issued, so
+    // that the exponentials of the packs that have landed run while the rest are still on their
+    // way: the held packs first (their exps are not kept: the store takes them again), then the
+    // packs in registers, each left as exps against the thread's max at the time (base[j]).
+    float thread_max = -INFINITY, sum = 0.f;
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
+      __pipeline_wait_prior(kPacks - 1 - j);  // this thread's copies of pack j have landed
       const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
+      float c[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
       if (s < held) {
-        const float4 c = stage[shift + s];
-        thread_max = fmaxf(thread_max, fmaxf(fmaxf(c.x, c.y), fmaxf(c.z, c.w)));
-      }
-    }
-    const float base = thread_max == -INFINITY ? 0.f : thread_max;
-    float sum = exp_in_place(v, base) + exp_in_place(edge, base);
-#pragma unroll
-    for (int j = 0; j < kPacks; ++j) {
-      const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
-      if (s < held) {
-        float c[4];
         const float4 t = stage[shift + s];
         c[0] = t.x, c[1] = t.y, c[2] = t.z, c[3] = t.w;
-        sum += exp_in_place(c, base);
-        stage[shift + s] = make_float4(c[0], c[1], c[2], c[3]);
       }
+      online_add(thread_max, sum, c);
     }
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+      online_add(thread_max, sum, v[j]);
+      base[j] = thread_max;
+    }
+    online_add(thread_max, sum, edge);
+    edge_base = thread_max;
+    // Every register pack onto the thread's final max: one exp a pack.
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) scale(v[j], rebase(base[j], thread_max));
+    edge[0] *= rebase(edge_base, thread_max);
+
     float max_val = thread_max;
     block_reduce_pair<kThreads>(max_val, sum, warp_pairs[use & 1]);
     float row_max = max_val, row_sum = sum;
@@ -516,12 +525,17 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     const float factor = part_factor(thread_max, row_max, row_sum);
     float4* out = pr.r.body_of(y) + p.first;
     store_part<kPacks, kThreads>(out, v, factor, in_line, pr.count);
+    // The held slots: exp(x - row max) / row sum from the values still in the stage. A row of
+    // only -inf (max -inf) gives exp(NaN), NaN, as every other path gives it.
+    const float inverse = reciprocal(row_sum);
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
       const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
       if (s < held) {
         const float4 c = stage[shift + s];
-        out[kInRegisters + s] = make_float4(c.x * factor, c.y * factor, c.z * factor, c.w * factor);
+        out[kInRegisters + s] =
+            make_float4(exp_(c.x - row_max) * inverse, exp_(c.y - row_max) * inverse,
+                        exp_(c.z - row_max) * inverse, exp_(c.w - row_max) * inverse);
       }
     }
     if (p.index == 0 && tid < pr.r.head) y[pr.r.start + tid] = edge[0] * factor;
