@@ -212,7 +212,10 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 //    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57);
 //  - except where (h) would take two or more rounds of rows and (i) one: (i) in groups of the
 //    fewest CTAs that hold a row (8x1048576: K = 32 or 33 0.74-0.76 against (h)'s groups of 64 in
-//    two rounds 0.72-0.73; 12x700001: 0.88 against 0.85);
+//    two rounds 0.72-0.73; 12x700001: 0.88 against 0.85), or of as many as are resident where
+//    that is a tenth more or better (change 12: 6x1048576 K = 44 0.73 against K = 32's 0.69,
+//    5x1048576 K = 52 0.70 against 0.64, 6x1000003 0.87 against 0.80; K = 33 at 8x1048576 and
+//    66 at 4x2097152 were 0.005-0.008 behind 32 and 64);
 //  - and rows longer than (h) holds at all: (i) in the fewest CTAs of 1024 threads that hold a row
 //    (1x4400003: K = 68 0.71; in CTAs of 512, K = 135 0.62 and K = 264 0.55-0.59; step07's path
 //    (e) took 0.02).
@@ -237,7 +240,10 @@ SplitPlan plan_split(int rows, int cols) {
         make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
     // (h) in one round, or more rounds than (i) would take in one.
     if (rows <= groups_that_fit(h) || rows * need_held > ctas) return h;
-    return make_split(Split::kHeld, static_cast<int>(need_held), rows, cols);
+    // As many CTAs a row as are resident, where that is at least a tenth more than the fewest.
+    const int64_t wide_held = ctas / rows;
+    const int64_t parts = wide_held * 10 >= need_held * 11 ? wide_held : need_held;
+    return make_split(Split::kHeld, static_cast<int>(parts), rows, cols);
   }
   // A row longer than (h) holds on the whole GPU: in CTAs of 512, (i) would put two parts of the
   // row on some SMs. CTAs of 1024 threads, one an SM, each holding twice as much: 1x4400003 in 68

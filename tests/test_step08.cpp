@@ -140,11 +140,12 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
   // 300x32771: clusters of 2; 8x1048579: few long rows that (h) would take in two rounds (held);
   // 1x4400003 and 3x5000001: longer than (h) holds on the whole GPU (held in CTAs of 1024, in
   // one and three rounds; 1x8650755 the longest that holds on an H100, in 132 of them);
-  // 1x9000001: longer than the GPU holds with the stages too (two passes); 16x20000: few mid rows.
+  // 1x9000001: longer than the GPU holds with the stages too (two passes); 16x20000: few mid rows;
+  // 6x1000003: held over every resident CTA (44 a row on an H100).
   for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{48, 262147},
                         Shape{300, 32771}, Shape{8, 1048579}, Shape{1, 4400003},
                         Shape{3, 5000001}, Shape{1, 8650755}, Shape{1, 9000001},
-                        Shape{16, 20000}}) {
+                        Shape{16, 20000}, Shape{6, 1000003}}) {
     ::testing::Test::RecordProperty(
         std::to_string(s.rows) + "x" + std::to_string(s.cols),
         step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
@@ -195,6 +196,10 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(2048, 65536).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(8, 1048576).path, Split::kHeld);
   EXPECT_EQ(step08_cluster::plan_split(8, 1048576).parts, 32);
+  // (i) over every resident CTA where that is a tenth more than the fewest that hold a row
+  // (6x1048576: 44 on an H100 against 32); 8x1048576's 33 is not.
+  EXPECT_EQ(step08_cluster::plan_split(6, 1048576).path, Split::kHeld);
+  EXPECT_EQ(step08_cluster::plan_split(6, 1048576).parts, 2 * dev.sm_count / 6);
   // Rows longer than (h) holds on the whole GPU: (i) in CTAs of 1024 threads, one an SM.
   EXPECT_EQ(step08_cluster::plan_split(1, 4400003).parts, 68);
   EXPECT_EQ(step08_cluster::plan_split(1, 4400003).threads, 1024);
