@@ -41,6 +41,12 @@ __device__ __forceinline__ float rescale(float part_max, float max_val) {
   return part_max == max_val ? 1.f : exp_(part_max - max_val);
 }
 
+// The factor that moves exps taken against `from` (against 0 where `from` is -inf) onto `to` >=
+// from: 1 where they are equal (infinite ones too), 0 where `from` is -inf and `to` is not.
+__device__ __forceinline__ float rebase(float from, float to) {
+  return from == to ? 1.f : (from == -INFINITY ? 0.f : exp_(from - to));
+}
+
 // Merges the partial (other_max, other_sum) into (max_val, sum). __fadd_rn keeps the compiler from
 // fusing one product into an FMA, so merge(a, b) and merge(b, a) round alike and both lanes of a
 // butterfly step end with bit-identical results.
@@ -147,14 +153,13 @@ __device__ __forceinline__ float exp_in_place(float (&v)[kPacks][kVec], float ma
 }
 
 // Online: adds K values to a pair (max_val, sum), where sum is taken against max_val, or against 0
-// while max_val is -inf (only -inf so far, or nothing: sum 0, which rescale's exp(-inf) = 0 keeps
-// at 0). The values are left as their exps against the new max (0 where -inf): one exp each, and
-// one more to move the sum onto a larger max. NaN and +inf reach the sum as NaN, as in
-// exp_in_place.
+// while max_val is -inf (only -inf so far, or nothing). The values are left as their exps
+// against the new max (0 where -inf): one exp each, and one more to move the sum onto a larger
+// max. NaN and +inf reach the sum as NaN, as in exp_in_place.
 template <int K>
 __device__ __forceinline__ void online_add(float& max_val, float& sum, float (&v)[K]) {
   const float new_max = fmaxf(max_val, max_of(v));
-  sum = sum * rescale(max_val, new_max) + exp_in_place(v, new_max == -INFINITY ? 0.f : new_max);
+  sum = sum * rebase(max_val, new_max) + exp_in_place(v, new_max == -INFINITY ? 0.f : new_max);
   max_val = new_max;
 }
 

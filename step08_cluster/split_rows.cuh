@@ -480,7 +480,7 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
       copy16_async(stage_at + (shift + s) * uint32_t(sizeof(float4)), held_in + s, s < held);
       __pipeline_commit();
     }
-    float v[kPacks][4], edge[1] = {-INFINITY}, base[kPacks];
+    float v[kPacks][4], edge[1] = {-INFINITY}, base[kPacks], edge_base;
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
       const int s = lined_slot<kPacks, kThreads>(tid, j, in_line);
@@ -510,11 +510,12 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
       online_add(thread_max, sum, v[j]);
       base[j] = thread_max;
     }
-    online_add(thread_max, sum, edge);  // last: its exp is already against the final max
-    // Every register pack onto the thread's final max: one exp a pack (0 for a pack of only -inf,
-    // whose exps are 0).
+    online_add(thread_max, sum, edge);
+    edge_base = thread_max;
+    // Every register pack onto the thread's final max: one exp a pack.
 #pragma unroll
-    for (int j = 0; j < kPacks; ++j) scale(v[j], rescale(base[j], thread_max));
+    for (int j = 0; j < kPacks; ++j) scale(v[j], rebase(base[j], thread_max));
+    edge[0] *= rebase(edge_base, thread_max);
 
     float max_val = thread_max;
     block_reduce_pair<kThreads>(max_val, sum, warp_pairs[use & 1]);
