@@ -22,7 +22,7 @@
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
 // |      |               |            | many rows: 4-8 lanes, 2-4 slots each     |                |
-// | (b)  | <= 288        | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
+// | (b)  | <= 288 (***)  | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
 // | (c)  | <= 4096       | <= 16387   | a block per row, in registers            | block_rows.cuh |
 // | (d)  | fits in smem  | <= ~58K    | a block per row, in shared memory (**)   | long_rows.cuh  |
 // | (e)  | longer        |            | a block per row, read twice              | long_rows.cuh  |
@@ -30,6 +30,8 @@
 // (*) with rows for a round of clusters; fewer rows of at most 8 CTAs' worth take clusters of up
 //     to 8, and fewer rows of more take (h).
 // (**) only without clusters: on sm_90 these rows take (g).
+// (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c). The one change to step07's
+//       paths (docs/notes/step08.md, change 14).
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages
@@ -181,9 +183,12 @@ void launch_two_pass(const float* x, float* y, int rows, int cols, cudaStream_t 
 template <bool kAligned>
 void launch_in_registers(int64_t slots, const float* x, float* y, int rows, int cols,
                          cudaStream_t stream) {
+  // (b) holds 9 slots a lane on aligned rows, 8 on others: unaligned rows of 257-288 slots ran
+  // 0.01-0.02 of memcpy faster as (c) (docs/notes/step08.md, change 14).
+  constexpr int kMaxPacks = kAligned ? kWarpMaxPacks : kWarpMaxPacks - 1;
   if (slots <= kWarpSize) return launch_sub_warp<kAligned>(slots, x, y, rows, cols, stream);  // (a)
-  if (slots <= kWarpSize * kWarpMaxPacks) {                                                   // (b)
-    return with_packs<2, kWarpMaxPacks>((slots + kWarpSize - 1) / kWarpSize, [&](auto p) {
+  if (slots <= kWarpSize * kMaxPacks) {                                                       // (b)
+    return with_packs<2, kMaxPacks>((slots + kWarpSize - 1) / kWarpSize, [&](auto p) {
       launch_warp_rows<kWarpSize, decltype(p)::value, kAligned>(x, y, rows, cols, stream);
     });
   }

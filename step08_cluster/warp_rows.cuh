@@ -19,7 +19,8 @@ namespace step08_cluster {
 // Four independent warps per block: small blocks pack the SMs evenly.
 constexpr int kWarpThreads = 128;
 // Path (b) holds up to 9 float4 per lane (N <= 1155); longer rows measured faster as path (c), a
-// 128-thread block per row (docs/notes/step07.md, change 15).
+// 128-thread block per row (docs/notes/step07.md, change 15). Unaligned rows take (c) past 8
+// (softmax.cu, launch_in_registers).
 constexpr int kWarpMaxPacks = 9;
 
 // The resident blocks per SM ptxas is asked to allow for: each lane needs a register per float it
