@@ -30,8 +30,9 @@
 // (*) with rows for a round of clusters; fewer rows of at most 8 CTAs' worth take clusters of up
 //     to 8, and fewer rows of more take (h).
 // (**) only without clusters: on sm_90 these rows take (g).
-// (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c). The one change to step07's
-//       paths (docs/notes/step08.md, change 14).
+// (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c).
+// step07's paths with two changes (docs/notes/step08.md, changes 14 and 15): (***), and a warp
+// per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5.
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages
@@ -85,19 +86,24 @@ void with_packs(int64_t packs, F&& f) {
   }
 }
 
-// Whether rows x cols makes at least 1.5 waves of path (a)/(b) blocks with this mapping.
+// Whether rows x cols makes enough waves of path (a)/(b) blocks with this mapping to leave the
+// persistent grid: 1.5; or 3 for a warp per row at 5-9 slots a lane, where the persistent grid
+// with the next row in flight measured 0.01-0.05 of memcpy faster than one row per group at 2-3
+// waves (8192-16384 rows of 640-1152 floats) and 0.01-0.015 slower past 4 (docs/notes/step08.md,
+// change 15; step07 keeps 1.5 throughout).
 template <int kGroup, int kPacks, bool kAligned>
 bool many_waves(int rows) {
+  constexpr int kHalfWaves = kGroup == kWarpSize && kPacks >= 5 ? 6 : 3;
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
   const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
   const int64_t resident =
       int64_t(device_info().sms) * std::max(1, blocks_per_sm(one_row, kWarpThreads, 0));
-  return 2 * work_blocks >= 3 * resident;
+  return 2 * work_blocks >= kHalfWaves * resident;
 }
 
-// (a) and (b). A matrix of at least 1.5 waves of blocks gets a block per group of rows, one row
-// per group, and the hardware's block scheduler (as path c); a smaller one a persistent grid
+// (a) and (b). A matrix of many waves of blocks (many_waves) gets a block per group of rows, one
+// row per group, and the hardware's block scheduler (as path c); a smaller one a persistent grid
 // where, for whole warps at every slot count but 4, the next row is in flight (see the header).
 template <int kGroup, int kPacks, bool kAligned>
 void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
