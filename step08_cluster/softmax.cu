@@ -88,9 +88,9 @@ void with_packs(int64_t packs, F&& f) {
 
 // Whether rows x cols makes enough waves of path (a)/(b) blocks with this mapping to leave the
 // persistent grid: 1.5; or 3 for a warp per row at 5-9 slots a lane, where the persistent grid
-// with the next row in flight measured 0.01-0.05 of memcpy faster than one row per group at 2-3
-// waves (8192-16384 rows of 640-1152 floats) and 0.01-0.015 slower past 4 (docs/notes/step08.md,
-// change 15; step07 keeps 1.5 throughout).
+// with the next row in flight measured up to 0.06 of memcpy faster than one row per group up to
+// about 3 waves (8192-16384 rows of 640-1152 floats), and at 8-9 slots 0.005-0.02 slower from
+// 3.4 waves on (docs/notes/step08.md, change 15; step07 keeps 1.5 throughout).
 template <int kGroup, int kPacks, bool kAligned>
 bool many_waves(int rows) {
   constexpr int kHalfWaves = kGroup == kWarpSize && kPacks >= 5 ? 6 : 3;
