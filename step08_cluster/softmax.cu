@@ -30,7 +30,8 @@
 // (*) with rows for a round of clusters; fewer rows of at most 8 CTAs' worth take clusters of up
 //     to 8, and fewer rows of more take (h).
 // (**) only without clusters: on sm_90 these rows take (g).
-// (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c).
+// (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
+//       up to 288 slots).
 // step07's paths with two changes (docs/notes/step08.md, changes 14 and 15): (***), and a warp
 // per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5.
 //
@@ -189,14 +190,23 @@ void launch_two_pass(const float* x, float* y, int rows, int cols, cudaStream_t 
 template <bool kAligned>
 void launch_in_registers(int64_t slots, const float* x, float* y, int rows, int cols,
                          cudaStream_t stream) {
-  // (b) holds 9 slots a lane on aligned rows, 8 on others: unaligned rows of 257-288 slots ran
-  // 0.01-0.02 of memcpy faster as (c) (docs/notes/step08.md, change 14).
+  // (b) holds 9 slots a lane on aligned rows, 8 on others. Unaligned rows of 257-288 slots take
+  // (c) in blocks of 64 threads, 5 slots each: 0.005-0.02 of memcpy ahead of (b) on the H100,
+  // within 0.015 of it either way on the H200; blocks of 128 (3 slots each) were as fast on the
+  // H100 but 0.02-0.03 behind on the H200 (docs/notes/step08.md, change 14).
   constexpr int kMaxPacks = kAligned ? kWarpMaxPacks : kWarpMaxPacks - 1;
   if (slots <= kWarpSize) return launch_sub_warp<kAligned>(slots, x, y, rows, cols, stream);  // (a)
   if (slots <= kWarpSize * kMaxPacks) {                                                       // (b)
     return with_packs<2, kMaxPacks>((slots + kWarpSize - 1) / kWarpSize, [&](auto p) {
       launch_warp_rows<kWarpSize, decltype(p)::value, kAligned>(x, y, rows, cols, stream);
     });
+  }
+  if constexpr (!kAligned) {
+    if (slots <= kWarpSize * kWarpMaxPacks) {  // (c), 64 threads
+      register_block_kernel<64, 5, false><<<rows, 64, 0, stream>>>(x, y, rows, cols);
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
   }
   if (slots <= 128 * 16)
     return launch_register_block<128, kAligned>(slots, x, y, rows, cols, stream);

@@ -176,7 +176,8 @@ std::vector<Group> groups() {
       {"b_p3_to_p4", 33, around(384), normal_and_ends, boundary_offsets},  // kernel switch
       {"b_p4_to_p5", 33, around(512), normal_and_ends, boundary_offsets},  // and back
       {"b_to_c", 33, around(1152), normal_and_ends, boundary_offsets},
-      // step08 only: unaligned rows of 257-288 slots take (c) there, aligned ones stay in (b).
+      // step08 only: unaligned rows of 257-288 slots take (c) there in blocks of 64 threads,
+      // aligned ones stay in (b).
       {"b_to_c_unaligned_step08", 33, around(1028), normal_and_ends, boundary_offsets},
       {"c_p3_to_p4", 33, around(1536), normal_and_ends, boundary_offsets},
       {"c_p4_to_p5", 33, around(2048), normal_and_ends, boundary_offsets},
