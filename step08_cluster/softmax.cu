@@ -191,9 +191,9 @@ template <bool kAligned>
 void launch_in_registers(int64_t slots, const float* x, float* y, int rows, int cols,
                          cudaStream_t stream) {
   // (b) holds 9 slots a lane on aligned rows, 8 on others. Unaligned rows of 257-288 slots take
-  // (c) in blocks of 64 threads, 5 slots each: 0.005-0.02 of memcpy ahead of (b) on the H100,
+  // (c) in blocks of 64 threads, 5 slots each: 0-0.03 of memcpy ahead of (b) on the H100,
   // within 0.015 of it either way on the H200; blocks of 128 (3 slots each) were as fast on the
-  // H100 but 0.02-0.03 behind on the H200 (docs/notes/step08.md, change 14).
+  // H100 but 0.01-0.04 behind on the H200 (docs/notes/step08.md, change 14).
   constexpr int kMaxPacks = kAligned ? kWarpMaxPacks : kWarpMaxPacks - 1;
   if (slots <= kWarpSize) return launch_sub_warp<kAligned>(slots, x, y, rows, cols, stream);  // (a)
   if (slots <= kWarpSize * kMaxPacks) {                                                       // (b)

@@ -169,8 +169,9 @@ std::vector<Group> groups() {
        {7, 32, 61, 64, 128, 256, 1031, 1152},
        {InputKind::kNormal},
        {{0, 0}, {1, 1}, {3, 3}}},
-      // 2-3 waves of (b)'s blocks at 5-9 float4 a lane: step08 keeps the persistent grid there,
-      // each warp taking 3-4 rows with the next in flight.
+      // 1.3-1.9 waves of (b)'s one-row blocks at 5-9 float4 a lane: step08 keeps the persistent
+      // grid there (past 1.5 waves since its change 15), each warp taking 3-4 rows with the next
+      // in flight.
       {"b_persistent_rounds", 8000, {640, 1001, 1152}, {InputKind::kNormal}, {{0, 0}, {1, 1}}},
       {"b_p2_to_p3", 33, around(256), normal_and_ends, boundary_offsets},
       {"b_p3_to_p4", 33, around(384), normal_and_ends, boundary_offsets},  // kernel switch
