@@ -19,6 +19,11 @@ using KernelFn = void (*)(const float*, float*, int, int);
 struct DeviceInfo {
   int sms = 0;
   int64_t cache_slots = 0;  // the most slots path (d) holds in shared memory
+  // What DRAM delivers in one microsecond at its peak rate (memory clock x bus width; 3.35 MB
+  // on an H100 SXM): about what must be in flight to keep it busy at its latency. A matrix
+  // smaller than that is all loaded at once, and is bound by latency, not bandwidth. 0 where
+  // the device does not report its memory clock.
+  int64_t bytes_per_us = 0;
 };
 
 // Looked up once per device. Path (d) may use all the opt-in shared memory (the default cap is
@@ -44,7 +49,17 @@ inline const DeviceInfo& device_info() {
                                   dynamic_bytes));
   // 8 slots fewer than fit: smem_block_kernel may start a row up to 8 slots in.
   info.cache_slots = dynamic_bytes / static_cast<int>(sizeof(float4)) - 8;
+  int clock_khz = 0, bus_bits = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+  // Two transfers a clock (double data rate): kHz * 1000 * 2 * bytes, per second / 1e6.
+  info.bytes_per_us = int64_t(clock_khz) * 2 * (bus_bits / 8) / 1000;
   return info_by_device.emplace(device, info).first->second;
+}
+
+// Whether a rows x cols matrix is smaller than DRAM delivers in a microsecond (DeviceInfo).
+inline bool latency_bound(int rows, int cols) {
+  return int64_t(rows) * cols * int64_t(sizeof(float)) < device_info().bytes_per_us;
 }
 
 // Resident blocks per SM from the occupancy calculator, cached per device, kernel, block size and

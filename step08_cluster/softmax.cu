@@ -104,14 +104,18 @@ bool many_waves(int rows) {
 }
 
 // (a) and (b). A matrix of many waves of blocks (many_waves) gets a block per group of rows, one
-// row per group, and the hardware's block scheduler (as path c); a smaller one a persistent grid
-// where, for whole warps at every slot count but 4, the next row is in flight (see the header).
+// row per group, and the hardware's block scheduler (as path c); so does a matrix smaller than
+// DRAM delivers in a microsecond (latency_bound), where a second round of rows per block only
+// lengthens the chain (docs/notes/step08.md, change 17: 100x100 4.13 us against 4.59, 2048x256
+// 5.12-5.15 against 5.47; from about 3.3 MB on, level or behind, as at 8192x100 and 4096x256).
+// The rest a persistent grid where, for whole warps at every slot count but 4, the next row is
+// in flight (see the header).
 template <int kGroup, int kPacks, bool kAligned>
 void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   constexpr bool kNextInFlight = kPacks != 4 && kGroup == kWarpSize;
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
-  if (many_waves<kGroup, kPacks, kAligned>(rows)) {
+  if (many_waves<kGroup, kPacks, kAligned>(rows) || latency_bound(rows, cols)) {
     const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
     one_row<<<static_cast<unsigned>(work_blocks), kWarpThreads, 0, stream>>>(x, y, rows, cols);
     CUDA_CHECK_LAUNCH();

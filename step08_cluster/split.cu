@@ -206,7 +206,9 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 //  - few rows of at most 8 CTAs' worth: clusters of K = 2..8, as wide as spreads the rows over
 //    the resident CTAs (16x65536: clusters of 8 0.67 against a grid group of 8's 0.62; 33x20001:
 //    clusters of 3 1.07-1.12 against 0.83-0.92; 128x20000: clusters of 2 0.75-0.76 against
-//    0.70-0.72);
+//    0.70-0.72), but no wider than takes every row in one round of clusters (change 17);
+//  - rows just past one round of clusters of the fewest CTAs that hold a row, where a grid group
+//    of as many CTAs takes them in one round: path (h) (change 17);
 //  - the rest, path (h): K as large as spreads the rows over every resident CTA, but at least 4
 //    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32;
 //    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57);
@@ -228,10 +230,28 @@ SplitPlan plan_split(int rows, int cols) {
   const int64_t wide = std::min(ctas / rows, (slots + 2047) / 2048);
   if (need <= kMaxClusterCtas) {
     const SplitPlan c = make_split(Split::kCluster, static_cast<int>(need), rows, cols);
-    if (rows >= groups_that_fit(c)) return c;
-    if (need <= 8)
-      return make_split(Split::kCluster,
-                        static_cast<int>(std::min<int64_t>(8, std::max(need, wide))), rows, cols);
+    const int64_t fit = groups_that_fit(c);
+    if (rows > fit) {
+      // Clusters take two rounds or more. Where a grid group of the same K takes every row in one
+      // round, it wins: clusters fit fewer CTAs than the SMs hold (one GPC each), so these bands
+      // exist just past each cluster size's fit (63x50001: grid 0.89-0.90 of memcpy against
+      // clusters of 4 in two rounds 0.79-0.82; 16x262147 0.88-0.90 against 0.74-0.75). With two
+      // rounds either way, clusters stay ahead (24x262144: 0.78 against 0.67). Change 17 in
+      // docs/notes/step08.md.
+      const SplitPlan h = make_split(Split::kGrid, static_cast<int>(need), rows, cols);
+      return h.groups >= rows ? h : c;
+    }
+    if (rows == fit) return c;
+    if (need <= 8) {
+      // Few rows: clusters as wide as spreads the rows over the resident CTAs, but never so wide
+      // that fewer clusters fit than there are rows (40x60001: clusters of 6 in two rounds 0.75 of
+      // memcpy, of 5 in one 0.90-0.92; change 17).
+      for (int64_t k = std::min<int64_t>(8, std::max(need, wide)); k > need; --k) {
+        const SplitPlan wider = make_split(Split::kCluster, static_cast<int>(k), rows, cols);
+        if (wider.groups >= rows) return wider;
+      }
+      return c;
+    }
   }
   // (i) holds twice (h)'s part per CTA, half of it in the stage, without the next row in flight.
   const int64_t need_held = (slots + 2 * kSlotsPerCta - 1) / (2 * kSlotsPerCta);

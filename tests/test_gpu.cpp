@@ -173,6 +173,17 @@ std::vector<Group> groups() {
       // grid there (past 1.5 waves since its change 15), each warp taking 3-4 rows with the next
       // in flight.
       {"b_persistent_rounds", 8000, {640, 1001, 1152}, {InputKind::kNormal}, {{0, 0}, {1, 1}}},
+      // step08 keeps its persistent grid, with the next row in flight, only on matrices of more
+      // than DRAM delivers in a microsecond (3.35 MB on an H100, 4.8 MB on an H200; smaller ones
+      // take a block per group, one row each), so its 33-row groups above no longer reach it:
+      // (a)'s 32-lane rows on 10000 rows (5.2 MB at N = 131), (b) at every slot count a lane on
+      // 6000 (6.1 MB at N = 256), aligned and not, under 1.5 (3) waves of blocks.
+      {"a_persistent_next", 10000, {100, 131}, {InputKind::kNormal}, {{0, 0}, {1, 1}}},
+      {"b_persistent_next",
+       6000,
+       {256, 257, 384, 385, 640, 769, 1001, 1024, 1152, 1155},
+       {InputKind::kNormal},
+       {{0, 0}, {1, 1}}},
       {"b_p2_to_p3", 33, around(256), normal_and_ends, boundary_offsets},
       {"b_p3_to_p4", 33, around(384), normal_and_ends, boundary_offsets},  // kernel switch
       {"b_p4_to_p5", 33, around(512), normal_and_ends, boundary_offsets},  // and back

@@ -141,11 +141,14 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
   // 1x4400003 and 3x5000001: longer than (h) holds on the whole GPU (held in CTAs of 1024, in
   // one and three rounds; 1x8650755 the longest that holds on an H100, in 132 of them);
   // 1x9000001: longer than the GPU holds with the stages too (two passes); 16x20000: few mid rows;
-  // 6x1000003: held over every resident CTA (44 a row on an H100).
+  // 6x1000003: held over every resident CTA (44 a row on an H100); 50x50001: clusters no wider
+  // than one round allows (4 on an H100); 16x262147: grid groups of 16 in one round, where
+  // clusters of 16 would take two.
   for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{48, 262147},
                         Shape{300, 32771}, Shape{8, 1048579}, Shape{1, 4400003},
                         Shape{3, 5000001}, Shape{1, 8650755}, Shape{1, 9000001},
-                        Shape{16, 20000}, Shape{6, 1000003}}) {
+                        Shape{16, 20000}, Shape{6, 1000003}, Shape{50, 50001},
+                        Shape{16, 262147}}) {
     ::testing::Test::RecordProperty(
         std::to_string(s.rows) + "x" + std::to_string(s.cols),
         step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
@@ -224,6 +227,25 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(4096, 32771).parts, 2);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).parts, 8);
+  // Every row in one round wherever a grid group of the fewest CTAs that hold a row takes them
+  // in one (on an H100, all of these): few rows that the widest clusters would take in two
+  // rounds (40x60001: clusters of 5, not 6), and rows just past one round of clusters of the
+  // fewest CTAs (63x50001: 62 clusters of 4 fit; grid groups of 4).
+  struct Shape {
+    int rows, cols;
+  };
+  for (const Shape s : {Shape{31, 70001}, Shape{40, 60001}, Shape{44, 50001}, Shape{50, 50001},
+                        Shape{63, 50001}, Shape{85, 40001}, Shape{42, 90001}, Shape{32, 120001},
+                        Shape{15, 262144}, Shape{16, 262147}}) {
+    const int need = std::max(2, (s.cols / 4 + 4095) / 4096);  // 512 threads, 8 float4 each
+    const SplitPlan grid = step08_cluster::make_split(Split::kGrid, need, s.rows, s.cols);
+    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
+    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
+                                    step08_cluster::describe(plan));
+    if (grid.groups < s.rows) continue;  // no one-round plan on this GPU
+    EXPECT_EQ(plan.groups, s.rows) << s.rows << "x" << s.cols << ": "
+                                   << step08_cluster::describe(plan);
+  }
 }
 
 // Bad splits are refused with a reason, before anything runs.
