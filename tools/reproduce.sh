@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Reproduce the charts and tables on your GPU: checks for a GPU, builds, runs the benchmark suite,
-# draws docs/img/*.png and rewrites the results tables in README.md and docs/*.md.
+# Reproduce the charts and tables on your GPU: checks for a GPU, builds, runs the benchmark suite
+# and the shape scan, draws docs/img/*.png and rewrites the results tables in README.md and
+# docs/*.md.
 #
 #   tools/reproduce.sh [--with-dram] [--with-torch] [--second-gpu]
 #
@@ -14,8 +15,8 @@
 #                 JSON files and the charts (docs/img/*_<gpu>.png) are written beside the main
 #                 ones, and of the tables only the cross-GPU table (gpu-table) is rewritten
 #
-# Results go to docs/results/bench_<gpu>.json, <gpu> from nvidia-smi's name ("h100" for "NVIDIA
-# H100 80GB HBM3"); SOFTMAX_GPU_SLUG=name overrides it. Each JSON records the GPU, driver, CUDA
+# Results go to docs/results/bench_<gpu>.json and shape_scan_<gpu>.json, <gpu> from nvidia-smi's
+# name ("h100" for "NVIDIA H100 80GB HBM3"); SOFTMAX_GPU_SLUG=name overrides it. Each JSON records the GPU, driver, CUDA
 # versions, the commit (with -dirty when the sources differ from it) and this command. The GPU's
 # clocks, temperatures and power during the benchmark go to docs/results/gpu_clocks_<gpu>.csv
 # (nvidia-smi, a sample every 5 seconds; summarised by tools/clock_summary.py).
@@ -32,7 +33,7 @@ for arg in "$@"; do
     --with-dram) with_dram=1; command_line+=" --with-dram" ;;
     --with-torch) with_torch=1; command_line+=" --with-torch" ;;
     --second-gpu) second_gpu=1; command_line+=" --second-gpu" ;;
-    -h|--help) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reproduce.sh: unknown option '$arg' (see tools/reproduce.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -156,7 +157,18 @@ plot_args=()
 [ "$second_gpu" = 1 ] && plot_args=(--second-gpu)
 python3 tools/plot_results.py "$bench_json" ${extra[@]+"${extra[@]}"} ${plot_args[@]+"${plot_args[@]}"}
 
-# 7. Optional: measured DRAM traffic against the model.
+# 7. The final step on shapes drawn at random away from the sweeps (tools/shape_scan.cpp), beside
+#    step07, cuDNN and memcpy: its tables in docs/step08_cluster.md (the main GPU only).
+say "shape scan (build/softmax_shape_scan, about a minute)"
+scan_json=$results/shape_scan_$slug.json
+tmp_scan=$(mktemp "$results/.shape_scan_$slug.XXXXXX")
+trap 'stop_logger; rm -f "$tmp_json" "$tmp_scan"' EXIT
+SOFTMAX_COMMIT="$commit" build/softmax_shape_scan --json "$tmp_scan"
+mv "$tmp_scan" "$scan_json"
+chmod 644 "$scan_json"
+[ "$second_gpu" = 1 ] || python3 tools/scan_table.py "$scan_json"
+
+# 8. Optional: measured DRAM traffic against the model.
 if [ "$with_dram" = 1 ]; then
   say "DRAM traffic (tools/dram_traffic.py, Nsight Compute)"
   dram_args=()
@@ -175,6 +187,7 @@ fi
 
 say "done"
 echo "  benchmark JSON:  $bench_json"
+echo "  shape scan JSON: $scan_json"
 if [ -s "$clocks_csv" ]; then echo "  GPU clock log:   $clocks_csv"; fi
 if [ "$with_torch" = 1 ]; then echo "  torch JSON:      $torch_json"; fi
 if [ "$with_dram" = 1 ]; then
