@@ -18,7 +18,7 @@
 // | (h)  | > 16 CTAs' worth, up to the GPU | K CTAs of a cooperative grid per row | split_rows.cuh |
 // | (i)  | few rows (h) takes in 2+ rounds; up to twice | (h) with each part half held in   |
 // |      | what (h) holds | shared memory, one round of rows                  | split_rows.cuh |
-// | (a') | unaligned     | 17..131    | tiles of rows via shared memory, 2-16    | tile_rows.cuh  |
+// | (a') | unaligned     | 1..131     | tiles of rows via shared memory, 1-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
 // |      |               |            | many rows: 4-8 lanes, 2-4 slots each     |                |
@@ -32,8 +32,10 @@
 // (**) only without clusters: on sm_90 these rows take (g).
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).
-// step07's paths with two changes (docs/notes/step08.md, changes 14 and 15): (***), and a warp
-// per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5.
+// step07's paths with four changes (docs/notes/step08.md, changes 14, 15 and 17): (***); a warp
+// per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5; (a)
+// and (b) on matrices smaller than DRAM delivers in a microsecond take one row per group, no
+// persistent grid; and (a') takes unaligned rows of 1-16 floats too, one lane a row.
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages
@@ -230,6 +232,7 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   const bool aligned = ux % 16 == 0 && cols % 4 == 0;
   if (!aligned && use_tiles(rows, cols, device_info().sms)) {  // (a')
     switch (tile_group(cols)) {
+      case 1: return launch_tiles<1, 1, 16>(x, y, rows, cols, stream);
       case 2: return launch_tiles<2, 9, 16>(x, y, rows, cols, stream);
       case 4: return launch_tiles<4, 9, 16>(x, y, rows, cols, stream);
       case 8: return launch_tiles<8, 9, 16>(x, y, rows, cols, stream);

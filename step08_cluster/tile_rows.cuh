@@ -28,6 +28,9 @@
 //   G = 8, N = 127 (s = 8):  warp 0 takes rows 0, 8, 16, 24, starting at banks 0, 24, 16, 8
 //                            lanes 0-7 -> banks 0-7   lanes 8-15 -> banks 24-31   and so on
 //
+// With one lane a row (rows of 1-16 floats, step08 only) each lane reads its row's words in
+// turn: rows N words apart, conflict-free for odd N, at most 2-way for even N off a multiple of 4.
+//
 // Measured (docs/notes/step07.md, change 17), unaligned rows on the H100, ratio to memcpy:
 // 65536x127 0.99 with 8 lanes a row (0.96 with a warp, 0.93 for path a), 65536x61 0.96 with 4
 // lanes (0.81 with a warp, 0.89 for path a), 262144x31 0.99 with 2 lanes (0.89 for path a). On
@@ -60,15 +63,20 @@ inline int tile_rows(int cols, int group) {
 }
 
 // Lanes per row: the fewest that hold the row in at most 16 elements a lane (9-16 from 17 floats
-// on): 2 lanes for 17-32 floats, 4 for 33-64, 8 for 65-128, 16 for 129-131.
-inline int tile_group(int cols) { return cols <= 32 ? 2 : cols <= 64 ? 4 : cols <= 128 ? 8 : 16; }
+// on): 1 lane for 1-16 floats, 2 for 17-32, 4 for 33-64, 8 for 65-128, 16 for 129-131.
+inline int tile_group(int cols) {
+  return cols <= 16 ? 1 : cols <= 32 ? 2 : cols <= 64 ? 4 : cols <= 128 ? 8 : 16;
+}
 
-// Whether unaligned rows of `cols` floats take tiles: 17-131 floats, and at least 2.5 tiles per
+// Whether unaligned rows of `cols` floats take tiles: 1-131 floats, and at least 2.5 tiles per
 // SM. Fewer tiles leave SMs with one block or none, and the row-per-group path (a) measured
 // faster there (docs/notes/step07.md, change 17: at 8192x127, 254 tiles, 0.88 of memcpy against
-// 0.92; at 16384x127, 508 tiles, 0.95 against 0.92).
+// 0.92; at 16384x127, 508 tiles, 0.95 against 0.92). Rows of 1-16 floats take tiles in step08
+// only (docs/notes/step08.md, change 17): path (a) has a lane or a few per row, each with 4-28
+// bytes in flight, and a block per 32-128 rows, and measured 0.41-0.84 of memcpy on matrices of
+// 4M to 67M rows of 1, 2 and 7 floats, where one lane a row over tiles ran at 0.95-0.99.
 inline bool use_tiles(int64_t rows, int cols, int sms) {
-  if (cols <= 16 || cols > 131) return false;
+  if (cols > 131) return false;
   const int per_tile = tile_rows(cols, tile_group(cols));
   return 2 * ((rows + per_tile - 1) / per_tile) >= 5 * int64_t(sms);
 }

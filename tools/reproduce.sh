@@ -161,11 +161,8 @@ python3 tools/plot_results.py "$bench_json" ${extra[@]+"${extra[@]}"} ${plot_arg
 #    step07, cuDNN and memcpy: its tables in docs/step08_cluster.md (the main GPU only).
 say "shape scan (build/softmax_shape_scan, about a minute)"
 scan_json=$results/shape_scan_$slug.json
-tmp_scan=$(mktemp "$results/.shape_scan_$slug.XXXXXX")
-trap 'stop_logger; rm -f "$tmp_json" "$tmp_scan"' EXIT
-SOFTMAX_COMMIT="$commit" build/softmax_shape_scan --json "$tmp_scan"
-mv "$tmp_scan" "$scan_json"
-chmod 644 "$scan_json"
+# The scan writes its JSON only when every shape verified, so a failed run leaves the last one.
+SOFTMAX_COMMIT="$commit" build/softmax_shape_scan --json "$scan_json"
 [ "$second_gpu" = 1 ] || python3 tools/scan_table.py "$scan_json"
 
 # 8. Optional: measured DRAM traffic against the model.
