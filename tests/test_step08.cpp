@@ -143,12 +143,12 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
   // 1x9000001: longer than the GPU holds with the stages too (two passes); 16x20000: few mid rows;
   // 6x1000003: held over every resident CTA (44 a row on an H100); 50x50001: clusters no wider
   // than one round allows (4 on an H100); 16x262147: grid groups of 16 in one round, where
-  // clusters of 16 would take two.
+  // clusters of 16 would take two; 140x20001: step07's path (d) past one round of clusters of 2.
   for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{48, 262147},
                         Shape{300, 32771}, Shape{8, 1048579}, Shape{1, 4400003},
                         Shape{3, 5000001}, Shape{1, 8650755}, Shape{1, 9000001},
                         Shape{16, 20000}, Shape{6, 1000003}, Shape{50, 50001},
-                        Shape{16, 262147}}) {
+                        Shape{16, 262147}, Shape{140, 20001}}) {
     ::testing::Test::RecordProperty(
         std::to_string(s.rows) + "x" + std::to_string(s.cols),
         step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
@@ -245,6 +245,15 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
     if (grid.groups < s.rows) continue;  // no one-round plan on this GPU
     EXPECT_EQ(plan.groups, s.rows) << s.rows << "x" << s.cols << ": "
                                    << step08_cluster::describe(plan);
+  }
+  // Rows of 2 CTAs' worth past one round of clusters of 2 (132 on an H100) and of grid groups:
+  // one round of clusters where they fit, else step07's path (d), which holds two rows an SM.
+  for (const Shape s : {Shape{140, 20001}, Shape{220, 16500}, Shape{264, 20001}}) {
+    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
+    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
+                                    step08_cluster::describe(plan));
+    EXPECT_TRUE(plan.path == Split::kNone || plan.groups == s.rows)
+        << s.rows << "x" << s.cols << ": " << step08_cluster::describe(plan);
   }
 }
 
