@@ -81,14 +81,6 @@ int blocks_per_sm(Kernel kernel, int threads, size_t smem_bytes) {
   return blocks;
 }
 
-// How many rows of `slots` float4 slots path (d) (a block per row, the row in shared memory) holds
-// at once: blocks per SM as its shared memory allows, times the SMs. slots <= cache_slots.
-inline int64_t cached_rows_at_once(int64_t slots) {
-  const KernelFn kernel = smem_block_kernel<kLongRowThreads>;
-  const size_t bytes = size_t(slots + 8) * sizeof(float4);
-  return int64_t(device_info().sms) * std::max(1, blocks_per_sm(kernel, kLongRowThreads, bytes));
-}
-
 // The persistent launch: at most as many blocks as the GPU holds at once, balanced so that every
 // block gets the same number of rounds (4096 rows on 132 resident blocks would give 4 blocks a
 // 32nd row while 128 idle; 128 blocks of 32 rows each finish together), with at least

@@ -209,7 +209,7 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 //    0.70-0.72), but no wider than takes every row in one round of clusters (change 17);
 //  - rows just past one round of clusters of the fewest CTAs that hold a row, where a grid group
 //    of as many CTAs takes them in one round: path (h); where none does, rows of 2 CTAs' worth
-//    that step07's path (d) holds all at once: (d) (change 17);
+//    that clusters of 2 would take in two rounds: step07's path (d) (change 17);
 //  - the rest, path (h): K as large as spreads the rows over every resident CTA, but at least 4
 //    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32;
 //    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57);
@@ -241,13 +241,13 @@ SplitPlan plan_split(int rows, int cols) {
       // docs/notes/step08.md.
       const SplitPlan h = make_split(Split::kGrid, static_cast<int>(need), rows, cols);
       if (h.groups >= rows) return h;
-      // Clusters of 2 in two rounds or more, where step07's path (d) holds every row at once
-      // (two blocks an SM up to about 28K floats): (d) 0.87-1.03 of memcpy against 0.77-0.98 at
-      // 133x20001, 140x20001, 220x16500 and 264x20001, level at 180x28001 (change 17). Clusters
-      // of 3 and 4 went both ways against (d) (0.02-0.06 behind at 95-120x36005, 0.14 ahead at
-      // 100x50001), so they keep their rounds.
-      if (need == 2 && slots <= device_info().cache_slots && rows <= cached_rows_at_once(slots))
-        return {};
+      // Clusters of 2 in two rounds, which balanced take two rows each, against step07's path
+      // (d), a block per row and the SMs as they come free: (d) 0.87-1.03 of memcpy against
+      // 0.77-0.98 at 133x20001, 140x20001, 220x16500 and 264x20001, level at 180x28001; at
+      // 300x20001, three rounds of clusters, (d) was behind (0.84 against 0.89). Clusters of 3
+      // and 4 went both ways against (d) (0.02-0.06 behind at 95-120x36005, 0.14 ahead at
+      // 100x50001), so they keep their rounds (change 17).
+      if (need == 2 && rows <= 2 * fit && slots <= device_info().cache_slots) return {};
       return c;
     }
     if (rows == fit) return c;

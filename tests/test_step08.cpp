@@ -246,8 +246,8 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
     EXPECT_EQ(plan.groups, s.rows) << s.rows << "x" << s.cols << ": "
                                    << step08_cluster::describe(plan);
   }
-  // Rows of 2 CTAs' worth past one round of clusters of 2 (132 on an H100) and of grid groups:
-  // one round of clusters where they fit, else step07's path (d), which holds two rows an SM.
+  // Rows of 2 CTAs' worth past one round of clusters of 2 (132 on an H100) and of grid groups,
+  // up to two rounds: one round of clusters where they fit, else step07's path (d).
   for (const Shape s : {Shape{140, 20001}, Shape{220, 16500}, Shape{264, 20001}}) {
     const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
     ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
