@@ -19,11 +19,6 @@ using KernelFn = void (*)(const float*, float*, int, int);
 struct DeviceInfo {
   int sms = 0;
   int64_t cache_slots = 0;  // the most slots path (d) holds in shared memory
-  // What DRAM delivers in one microsecond at its peak rate (memory clock x bus width; 3.35 MB
-  // on an H100 SXM): about what must be in flight to keep it busy at its latency. A matrix
-  // smaller than that is all loaded at once, and is bound by latency, not bandwidth. 0 where
-  // the device does not report its memory clock.
-  int64_t bytes_per_us = 0;
 };
 
 // Looked up once per device. Path (d) may use all the opt-in shared memory (the default cap is
@@ -49,17 +44,19 @@ inline const DeviceInfo& device_info() {
                                   dynamic_bytes));
   // 8 slots fewer than fit: smem_block_kernel may start a row up to 8 slots in.
   info.cache_slots = dynamic_bytes / static_cast<int>(sizeof(float4)) - 8;
-  int clock_khz = 0, bus_bits = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
-  // Two transfers a clock (double data rate): kHz * 1000 * 2 * bytes, per second / 1e6.
-  info.bytes_per_us = int64_t(clock_khz) * 2 * (bus_bits / 8) / 1000;
   return info_by_device.emplace(device, info).first->second;
 }
 
-// Whether a rows x cols matrix is smaller than DRAM delivers in a microsecond (DeviceInfo).
+// Whether a rows x cols matrix is small enough that paths (a) and (b) do better loading it all at
+// once, a row per group, than with the persistent grid's second round of rows in flight: under
+// 31 KB of input an SM (4.09 MB on the 132 SMs of an H100 or H200). Measured on both
+// (docs/notes/step08.md, change 17): one row per group ahead at 3.1-3.3 MB and below (3072x256,
+// 8192x100), the persistent grid ahead from 4.2 MB (4096x256). A first version took what DRAM
+// delivers in a microsecond (3.35 MB on the H100, 4.8 MB on the H200); on the H200 that put
+// 4096x256 behind the persistent grid by 0.2 us.
 inline bool latency_bound(int rows, int cols) {
-  return int64_t(rows) * cols * int64_t(sizeof(float)) < device_info().bytes_per_us;
+  constexpr int64_t kBytesPerSm = 31 * 1024;
+  return int64_t(rows) * cols * int64_t(sizeof(float)) < kBytesPerSm * device_info().sms;
 }
 
 // Resident blocks per SM from the occupancy calculator, cached per device, kernel, block size and

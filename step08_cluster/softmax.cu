@@ -34,8 +34,7 @@
 //       up to 288 slots).
 // step07's paths with four changes (docs/notes/step08.md, changes 14, 15 and 17): (***); a warp
 // per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5; (a)
-// and (b) on matrices smaller than DRAM delivers in a microsecond take one row per group, no
-// persistent grid; and (a') takes unaligned rows of 1-16 floats too, one lane a row.
+// and (b) on matrices of under 31 KB an SM take one row per group, no persistent grid; and (a') takes unaligned rows of 1-16 floats too, one lane a row.
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages
@@ -106,10 +105,10 @@ bool many_waves(int rows) {
 }
 
 // (a) and (b). A matrix of many waves of blocks (many_waves) gets a block per group of rows, one
-// row per group, and the hardware's block scheduler (as path c); so does a matrix smaller than
-// DRAM delivers in a microsecond (latency_bound), where a second round of rows per block only
-// lengthens the chain (docs/notes/step08.md, change 17: 100x100 4.13 us against 4.59, 2048x256
-// 5.12-5.15 against 5.47; from about 3.3 MB on, level or behind, as at 8192x100 and 4096x256).
+// row per group, and the hardware's block scheduler (as path c); so does a matrix of under 31 KB
+// an SM (latency_bound), where a second round of rows per block only lengthens the chain
+// (docs/notes/step08.md, change 17: on the H100 100x100 4.13 us against 4.59, 2048x256
+// 5.12-5.15 against 5.47; level at 8192x100, behind at 4096x256).
 // The rest a persistent grid where, for whole warps at every slot count but 4, the next row is
 // in flight (see the header).
 template <int kGroup, int kPacks, bool kAligned>

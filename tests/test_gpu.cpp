@@ -183,9 +183,9 @@ std::vector<Group> groups() {
       // grid there (past 1.5 waves since its change 15), each warp taking 3-4 rows with the next
       // in flight.
       {"b_persistent_rounds", 8000, {640, 1001, 1152}, {InputKind::kNormal}, {{0, 0}, {1, 1}}},
-      // step08 keeps its persistent grid, with the next row in flight, only on matrices of more
-      // than DRAM delivers in a microsecond (3.35 MB on an H100, 4.8 MB on an H200; smaller ones
-      // take a block per group, one row each), so its 33-row groups above no longer reach it:
+      // step08 keeps its persistent grid, with the next row in flight, only on matrices of 31 KB
+      // an SM or more (4.09 MB on an H100; smaller ones take a block per group, one row each), so
+      // its 33-row groups above no longer reach it:
       // (a)'s 32-lane rows on 10000 rows (5.2 MB at N = 131), (b) at every slot count a lane on
       // 6000 (6.1 MB at N = 256), aligned and not, under 1.5 (3) waves of blocks.
       {"a_persistent_next", 10000, {100, 131}, {InputKind::kNormal}, {{0, 0}, {1, 1}}},
