@@ -136,13 +136,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         profile = Profile(args.csv)
         root = args.docs_root
         renderers = {"limits-table": lambda a, md: render(profile, a, md, root)}
-        if pr.update_markdown(root, renderers, args.check) and args.check:
-            print("limits tables are out of date: run tools/limits_table.py", file=sys.stderr)
-            return 1
+        return pr.rewrite_tables(root, renderers, args.check, "limits tables", "limits_table.py")
     except pr.ToolError as e:
         print(f"limits_table.py: {e}", file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":

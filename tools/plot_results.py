@@ -793,6 +793,16 @@ def update_markdown(root: Path, renderers: Dict[str, Renderer], check: bool) -> 
     return changed
 
 
+def rewrite_tables(root: Path, renderers: Dict[str, Renderer], check: bool, what: str,
+                   tool: str) -> int:
+    """update_markdown for a tool's own markers: exit status 1 when `check` finds `what` out of
+    date (the message names `tool`, the script to run), else 0."""
+    if update_markdown(root, renderers, check) and check:
+        print(f"{what} are out of date: run tools/{tool}", file=sys.stderr)
+        return 1
+    return 0
+
+
 # ------------------------------------------------------------------------------------------------
 # Provenance helpers (shared with the other tools)
 # ------------------------------------------------------------------------------------------------

@@ -137,13 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "scan-summary": lambda a, md: render_summary(scan, md, root),
             "scan-table": lambda a, md: render_table(scan, md, root),
         }
-        if pr.update_markdown(root, renderers, args.check) and args.check:
-            print("scan tables are out of date: run tools/scan_table.py", file=sys.stderr)
-            return 1
+        return pr.rewrite_tables(root, renderers, args.check, "scan tables", "scan_table.py")
     except pr.ToolError as e:
         print(f"scan_table.py: {e}", file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":
