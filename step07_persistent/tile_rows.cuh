@@ -65,8 +65,8 @@ inline int tile_group(int cols) { return cols <= 32 ? 2 : cols <= 64 ? 4 : cols 
 
 // Whether unaligned rows of `cols` floats take tiles: 17-131 floats, and at least 2.5 tiles per
 // SM. Fewer tiles leave SMs with one block or none, and the row-per-group path (a) measured
-// faster there (docs/notes/step07.md, change 17: at 8192x127, 254 tiles, 0.88 of memcpy against
-// 0.92; at 16384x127, 508 tiles, 0.95 against 0.92).
+// faster there (docs/notes/step07.md, change 17: at 8192x127, 256 tiles, 0.880 of memcpy against
+// 0.928; at 16384x127, 512 tiles, 0.943 against 0.904).
 inline bool use_tiles(int64_t rows, int cols, int sms) {
   if (cols <= 16 || cols > 131) return false;
   const int per_tile = tile_rows(cols, tile_group(cols));

@@ -49,11 +49,12 @@ inline const DeviceInfo& device_info() {
 
 // Whether a rows x cols matrix is small enough that paths (a) and (b) do better loading it all at
 // once, a row per group, than with the persistent grid's second round of rows in flight: under
-// 31 KB of input an SM (4.09 MB on the 132 SMs of an H100 or H200). Measured on both
-// (docs/notes/step08.md, change 17): one row per group ahead or level at 3.3 MB and below (3072x256,
-// 8192x100), the persistent grid ahead from 4.2 MB (4096x256). A first version took what DRAM
-// delivers in a microsecond (3.35 MB on the H100, 4.8 MB on the H200); on the H200 that put
-// 4096x256 behind the persistent grid by 0.2 us.
+// 31 KB of input an SM (4.19 MB on the 132 SMs of an H100 or H200, just under 4096x256's 4 MiB).
+// Measured (docs/notes/step08.md, change 17): one row per group ahead or level at 3.1-3.3 MB and
+// below (8192x100 on both GPUs, 3072x256 on the H200), the persistent grid ahead at 4.2 MB
+// (4096x256) on both; at N = 100 one row per group stayed ahead to 6.6 MB. A first version took
+// what DRAM delivers in a microsecond (3.35 MB on the H100, 4.8 MB on the H200); on the H200 that
+// put 4096x256 behind the persistent grid by 0.2 us.
 inline bool latency_bound(int rows, int cols) {
   constexpr int64_t kBytesPerSm = 31 * 1024;
   return int64_t(rows) * cols * int64_t(sizeof(float)) < kBytesPerSm * device_info().sms;

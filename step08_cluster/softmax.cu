@@ -107,7 +107,7 @@ bool many_waves(int rows) {
 // (a) and (b). A matrix of many waves of blocks (many_waves) gets a block per group of rows, one
 // row per group, and the hardware's block scheduler (as path c); so does a matrix of under 31 KB
 // an SM (latency_bound), where a second round of rows per block only lengthens the chain
-// (docs/notes/step08.md, change 17: on the H100 100x100 4.13 us against 4.59, 2048x256
+// (docs/notes/step08.md, change 17: on the H100 100x100 4.13 us against 4.58-4.61, 2048x256
 // 5.12-5.17 against 5.47; level at 8192x100, behind at 4096x256).
 // The rest a persistent grid where, for whole warps at every slot count but 4, the next row is
 // in flight (see the header).

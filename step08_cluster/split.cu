@@ -237,7 +237,7 @@ SplitPlan plan_split(int rows, int cols) {
       // round, it wins: clusters fit fewer CTAs than the SMs hold (one GPC each), so these bands
       // exist just past each cluster size's fit (63x50001: grid 0.89-0.90 of memcpy against
       // clusters of 4 in two rounds 0.79-0.82; 16x262147 0.88-0.90 against 0.74-0.75). With two
-      // rounds either way, clusters stay ahead (24x262144: 0.78 against 0.67). Change 17 in
+      // rounds either way, clusters stay ahead (24x262144: 0.78 against 0.66-0.67). Change 17 in
       // docs/notes/step08.md.
       const SplitPlan h = make_split(Split::kGrid, static_cast<int>(need), rows, cols);
       if (h.groups >= rows) return h;
@@ -245,7 +245,7 @@ SplitPlan plan_split(int rows, int cols) {
       // (d), a block per row and the SMs as they come free: (d) 0.87-1.03 of memcpy against
       // 0.77-0.98 at 133x20001, 140x20001, 220x16500 and 264x20001, level at 180x28001; at
       // 300x20001, three rounds of clusters, (d) was behind (0.84 against 0.89). Clusters of 3
-      // and 4 went both ways against (d) (0.02-0.06 behind at 95-120x36005, 0.14 ahead at
+      // and 4 went both ways against (d) (0.03-0.06 behind at 95-120x36005, 0.14 ahead at
       // 100x50001), so they keep their rounds (change 17).
       if (need == 2 && rows <= 2 * fit && slots <= device_info().cache_slots) return {};
       return c;
@@ -253,8 +253,8 @@ SplitPlan plan_split(int rows, int cols) {
     if (rows == fit) return c;
     if (need <= 8) {
       // Few rows: clusters as wide as spreads the rows over the resident CTAs, but never so wide
-      // that fewer clusters fit than there are rows (40x60001: clusters of 6 in two rounds 0.75 of
-      // memcpy, of 5 in one 0.90-0.92; change 17).
+      // that fewer clusters fit than there are rows (40x60001: clusters of 6 in two rounds
+      // 0.75-0.76 of memcpy, of 5 in one 0.90-0.92; change 17).
       for (int64_t k = std::min<int64_t>(8, std::max(need, wide)); k > need; --k) {
         const SplitPlan wider = make_split(Split::kCluster, static_cast<int>(k), rows, cols);
         if (wider.groups >= rows) return wider;

@@ -70,11 +70,11 @@ inline int tile_group(int cols) {
 
 // Whether unaligned rows of `cols` floats take tiles: 1-131 floats, and at least 2.5 tiles per
 // SM. Fewer tiles leave SMs with one block or none, and the row-per-group path (a) measured
-// faster there (docs/notes/step07.md, change 17: at 8192x127, 254 tiles, 0.88 of memcpy against
-// 0.92; at 16384x127, 508 tiles, 0.95 against 0.92). Rows of 1-16 floats take tiles in step08
+// faster there (docs/notes/step07.md, change 17: at 8192x127, 256 tiles, 0.880 of memcpy against
+// 0.928; at 16384x127, 512 tiles, 0.943 against 0.904). Rows of 1-16 floats take tiles in step08
 // only (docs/notes/step08.md, change 17): path (a) has a lane or a few per row, each with 4-28
 // bytes in flight, and a block per 32-128 rows, and measured 0.41-0.84 of memcpy on matrices of
-// 4M to 67M rows of 1, 2 and 7 floats, where one lane a row over tiles ran at 0.95-0.99.
+// 4M to 67M rows of 1, 2 and 7 floats, where one lane a row over tiles ran at 0.96-1.00.
 inline bool use_tiles(int64_t rows, int cols, int sms) {
   if (cols > 131) return false;
   const int per_tile = tile_rows(cols, tile_group(cols));

@@ -184,7 +184,7 @@ std::vector<Group> groups() {
       // in flight.
       {"b_persistent_rounds", 8000, {640, 1001, 1152}, {InputKind::kNormal}, {{0, 0}, {1, 1}}},
       // step08 keeps its persistent grid, with the next row in flight, only on matrices of 31 KB
-      // an SM or more (4.09 MB on an H100; smaller ones take a block per group, one row each), so
+      // an SM or more (4.19 MB on an H100; smaller ones take a block per group, one row each), so
       // its 33-row groups above no longer reach it:
       // (a)'s 32-lane rows on 10000 rows (5.2 MB at N = 131), (b) at every slot count a lane on
       // 6000 (6.1 MB at N = 256), aligned and not, under 1.5 (3) waves of blocks.
