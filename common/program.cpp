@@ -150,12 +150,6 @@ void write_step_json(JsonWriter& j, const Step& step, const StepReport& rep, int
   j.end_object();
 }
 
-std::string command_line(int argc, char** argv) {
-  std::string cmd;
-  for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
-  return cmd;
-}
-
 // Everything the programs do, for one or several steps. Never throws.
 int run_programs(int argc, char** argv, const std::vector<Step>& steps, bool summary) {
   const std::string program = argc > 0 ? argv[0] : "softmax";
@@ -238,6 +232,12 @@ int run_programs(int argc, char** argv, const std::vector<Step>& steps, bool sum
 }
 
 }  // namespace
+
+std::string command_line(int argc, char** argv) {
+  std::string cmd;
+  for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
+  return cmd;
+}
 
 int step_main(int argc, char** argv, const Step& step) { return run_programs(argc, argv, {step}, false); }
 

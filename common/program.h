@@ -19,6 +19,9 @@ int step_main(int argc, char** argv, const Step& step);
 // The tour: every step in table order, each as its own program would run, then a summary.
 int tour_main(int argc, char** argv, const std::vector<Step>& steps);
 
+// The command as run, argv joined by spaces: the "command" the programs' JSON records.
+std::string command_line(int argc, char** argv);
+
 // Device buffers for timing: x filled once with normal-with-outliers values (timing does not
 // depend on the values, and drawing 67M fresh values per shape would dominate the run).
 class TimingBuffers {

@@ -81,6 +81,14 @@ int usage(const char* program) {
   return 2;
 }
 
+// A ratio for the printed table, "-" where there is none (no cuDNN in the build).
+std::string cell(double v) {
+  if (std::isnan(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
 std::string utc_date() {
   const std::time_t now = std::time(nullptr);
   char buf[32];
@@ -96,7 +104,6 @@ int main(int argc, char** argv) {
   std::string json_path;
   bool list = false;
   std::vector<Shape> given;
-  std::string command = "build/softmax_shape_scan";
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -120,7 +127,6 @@ int main(int argc, char** argv) {
         given.push_back(parse_shape(a));
       }
     }
-    for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
   } catch (const softmax::UsageError& e) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return usage(argv[0]);
@@ -189,8 +195,8 @@ int main(int argc, char** argv) {
       if (with_cudnn) r.cudnn_us = t[3].median_ms * 1e3;
       std::printf("%9d %8d %9.2f %8.3f %8.3f %8s %8s %9s  %s\n", s.rows, s.cols, r.memcpy_us,
                   r.memcpy_us / r.step07_us, r.memcpy_us / r.step08_us,
-                  r.cudnn_us ? std::to_string(r.memcpy_us / *r.cudnn_us).substr(0, 5).c_str() : "-",
-                  r.cudnn_us ? std::to_string(*r.cudnn_us / r.step08_us).substr(0, 5).c_str() : "-",
+                  cell(r.cudnn_us ? r.memcpy_us / *r.cudnn_us : NAN).c_str(),
+                  cell(r.cudnn_us ? *r.cudnn_us / r.step08_us : NAN).c_str(),
                   r.verified.c_str(), r.plan.c_str());
       std::fflush(stdout);
       rows.push_back(r);
@@ -211,7 +217,7 @@ int main(int argc, char** argv) {
 
   softmax::JsonWriter j;
   j.begin_object();
-  j.field("command", command);
+  j.field("command", softmax::command_line(argc, argv));
   const char* commit = std::getenv("SOFTMAX_COMMIT");
   j.field("commit", commit != nullptr ? commit : "unknown");
   j.field("date", utc_date());
