@@ -18,7 +18,8 @@
 // | (h)  | > 16 CTAs' worth, up to the GPU | K CTAs of a cooperative grid per row | split_rows.cuh |
 // | (i)  | few rows (h) takes in 2+ rounds; up to twice | (h) with each part half held in   |
 // |      | what (h) holds | shared memory, one round of rows                  | split_rows.cuh |
-// | (a') | unaligned     | 1..131     | tiles of rows via shared memory, 1-16    | tile_rows.cuh  |
+// | (a1) | N = 1         | 1          | the matrix as one vector, 4 rows a float4 | single_rows.cuh |
+// | (a') | unaligned     | 2..131     | tiles of rows via shared memory, 1-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
 // |      |               |            | many rows: 4-8 lanes, 2-4 slots each     |                |
@@ -34,7 +35,10 @@
 //       up to 288 slots).
 // step07's paths with four changes (docs/notes/step08.md, changes 14, 15 and 17): (***); a warp
 // per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5; (a)
-// and (b) on matrices of under 31 KB an SM take one row per group, no persistent grid; and (a') takes unaligned rows of 1-16 floats too, one lane a row.
+// and (b) on matrices of under 31 KB an SM take one row per group, no persistent grid; and (a')
+// takes unaligned rows of 2-16 floats too, one lane a row. Rows of one float take (a1), at any
+// number of rows (change 18: 0.96-1.00 of memcpy from 1 to 67M rows, where (a) and (a') ran at
+// 0.57-0.93 between 131072 and 4194304 rows).
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages
@@ -69,6 +73,7 @@
 #include "common/softmax.h"
 #include "launch.cuh"
 #include "long_rows.cuh"
+#include "single_rows.cuh"
 #include "split.h"
 #include "tile_rows.cuh"
 #include "warp_rows.cuh"
@@ -153,6 +158,16 @@ void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols
   return launch_warp_rows<32, 1, kAligned>(x, y, rows, cols, stream);
 }
 
+// (a1): one float4 slot (four rows) a thread, a block per 256 slots, no persistent grid. Measured
+// against 2, 4 and 8 slots a thread, which gave fewer blocks: level or behind at every size from 1
+// to 67M rows, by up to 0.18 of memcpy on small matrices (docs/notes/step08.md, change 18).
+void launch_single(const float* x, float* y, int rows, cudaStream_t stream) {
+  const int64_t slots = rows / 4 + 1;  // the body has at most this many (rows - head) / 4 slots
+  const int64_t blocks = (slots + kSingleThreads - 1) / kSingleThreads;
+  single_rows_kernel<1><<<static_cast<unsigned>(blocks), kSingleThreads, 0, stream>>>(x, y, rows);
+  CUDA_CHECK_LAUNCH();
+}
+
 // (a'): one tile of rows per block, kGroup lanes per row, kPerLane = ceil(N / kGroup) elements
 // a lane (the kernel relies on it being exact).
 template <int kGroup, int kPerLane>
@@ -223,6 +238,7 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   const auto ux = reinterpret_cast<uintptr_t>(x), uy = reinterpret_cast<uintptr_t>(y);
   // (f) x and y do not share their 16-byte boundaries.
   if ((ux - uy) % 16 != 0) return launch_two_pass<1>(x, y, rows, cols, stream);
+  if (cols == 1) return launch_single(x, y, rows, stream);  // (a1)
   // (g) and (h): long rows, and few rows, over several SMs.
   const SplitPlan plan = plan_split(rows, cols);
   if (plan.path != Split::kNone) return launch_split(plan, x, y, rows, cols, stream);
@@ -231,7 +247,7 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   const bool aligned = ux % 16 == 0 && cols % 4 == 0;
   if (!aligned && use_tiles(rows, cols, device_info().sms)) {  // (a')
     switch (tile_group(cols)) {
-      case 1: return launch_tiles<1, 1, 16>(x, y, rows, cols, stream);
+      case 1: return launch_tiles<1, 2, 16>(x, y, rows, cols, stream);  // N = 1 took (a1)
       case 2: return launch_tiles<2, 9, 16>(x, y, rows, cols, stream);
       case 4: return launch_tiles<4, 9, 16>(x, y, rows, cols, stream);
       case 8: return launch_tiles<8, 9, 16>(x, y, rows, cols, stream);

@@ -28,7 +28,7 @@
 //   G = 8, N = 127 (s = 8):  warp 0 takes rows 0, 8, 16, 24, starting at banks 0, 24, 16, 8
 //                            lanes 0-7 -> banks 0-7   lanes 8-15 -> banks 24-31   and so on
 //
-// With one lane a row (rows of 1-16 floats, step08 only) each lane reads its row's words in
+// With one lane a row (rows of 2-16 floats, step08 only) each lane reads its row's words in
 // turn: rows N words apart, conflict-free for odd N, at most 2-way for even N off a multiple of 4.
 //
 // Measured (docs/notes/step07.md, change 17), unaligned rows on the H100, ratio to memcpy:
@@ -74,7 +74,8 @@ inline int tile_group(int cols) {
 // 0.928; at 16384x127, 512 tiles, 0.943 against 0.904). Rows of 1-16 floats take tiles in step08
 // only (docs/notes/step08.md, change 17): path (a) has a lane or a few per row, each with 4-28
 // bytes in flight, and a block per 32-128 rows, and measured 0.41-0.84 of memcpy on matrices of
-// 4M to 67M rows of 1, 2 and 7 floats, where one lane a row over tiles ran at 0.96-1.00.
+// 4M to 67M rows of 1, 2 and 7 floats, where one lane a row over tiles ran at 0.96-1.00. Rows of
+// one float no longer come here: they take path (a1) (single_rows.cuh, change 18).
 inline bool use_tiles(int64_t rows, int cols, int sms) {
   if (cols > 131) return false;
   const int per_tile = tile_rows(cols, tile_group(cols));

@@ -156,16 +156,31 @@ std::vector<Group> groups() {
        {17, 19, 31, 32, 33, 61, 64, 65, 67, 125, 127, 128, 129, 131},
        {InputKind::kMaxAtEnds},
        {{0, 0}, {1, 1}, {3, 3}}},
-      // step08 takes tiles for unaligned rows of 1-16 floats too, one lane a row, on the same
-      // 2.5 tiles per SM (4096 floats a tile, so 4096 rows of 1 float, 256 of 9-16): 2.2M rows
-      // of 1-3 floats make 537-1719 tiles, 400000 rows of 4-16 floats 391-1563, 2.5 a SM up to
-      // 156 SMs. Rows of 4 and 16 floats take them when x is off its boundary (x + 1).
+      // step08 takes tiles for unaligned rows of 2-16 floats too, one lane a row, on the same
+      // 2.5 tiles per SM (4096 floats a tile, so 2048 rows of 2 floats, 256 of 9-16): 2.2M rows
+      // of 2-3 floats make 1075-1719 tiles, 400000 rows of 4-16 floats 391-1563, 2.5 a SM up to
+      // 156 SMs. Rows of 4 and 16 floats take them when x is off its boundary (x + 1). Rows of
+      // one float take step08's path (a1) at any number of rows (below).
       {"a_tiles_one_lane_short", 2200000, {1, 2, 3}, {InputKind::kMaxAtEnds}, {{0, 0}, {1, 1}}},
       {"a_tiles_one_lane",
        400000,
        {4, 5, 7, 9, 14, 15, 16},
        {InputKind::kMaxAtEnds},
        {{0, 0}, {1, 1}}},
+      // Rows of one float, which step08 takes as one vector of M floats, four rows a float4
+      // (path a1): 5 rows (its head and tail only, no float4), 262147 (one block per 256 float4)
+      // and 1048579; every x and y offset (those that differ take path f), non-finite values.
+      {"a1_one_float_5", 5, {1}, {InputKind::kNormal, InputKind::kNonFinite}, all_offsets()},
+      {"a1_one_float_262147",
+       262147,
+       {1},
+       {InputKind::kNormal, InputKind::kNonFinite},
+       all_offsets()},
+      {"a1_one_float_1048579",
+       1048579,
+       {1},
+       {InputKind::kNonFinite},
+       {{0, 0}, {1, 1}, {2, 2}, {3, 3}}},
       // Aligned rows of 5-32 slots on 65536 rows, 1.5 waves or more of one-slot groups on GPUs of
       // up to ~170 SMs: (a) switches to 4 or 8 lanes a row holding 2-4 slots each.
       {"a_many_rows_wide_lanes",

@@ -143,12 +143,13 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
   // 1x9000001: longer than the GPU holds with the stages too (two passes); 16x20000: few mid rows;
   // 6x1000003: held over every resident CTA (44 a row on an H100); 50x50001: clusters no wider
   // than one round allows (4 on an H100); 16x262147: grid groups of 16 in one round, where
-  // clusters of 16 would take two; 140x20001: step07's path (d) past one round of clusters of 2.
+  // clusters of 16 would take two; 140x20001: step07's path (d) past one round of clusters of 2;
+  // 262147x1: rows of one float (a1).
   for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{48, 262147},
                         Shape{300, 32771}, Shape{8, 1048579}, Shape{1, 4400003},
                         Shape{3, 5000001}, Shape{1, 8650755}, Shape{1, 9000001},
                         Shape{16, 20000}, Shape{6, 1000003}, Shape{50, 50001},
-                        Shape{16, 262147}, Shape{140, 20001}}) {
+                        Shape{16, 262147}, Shape{140, 20001}, Shape{262147, 1}}) {
     ::testing::Test::RecordProperty(
         std::to_string(s.rows) + "x" + std::to_string(s.cols),
         step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));

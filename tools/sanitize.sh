@@ -65,8 +65,9 @@ step07_paths() {
 # (step07's path e); a few of step07's paths as step08 copied them, and path (d) with clusters
 # turned off. Change 17's choices: clusters narrowed to one round (50x50001), grid groups just past
 # one round of clusters (16x262147), path (d) past one round of clusters of 2 (140x20001), tiles
-# with one lane a row (2200000x1, 400000x7, 400000x16 off its boundary), one row per group on a
-# small matrix (100x100) and the persistent grid above that size (6000x1155, 10000x131).
+# with one lane a row (2200000x3, 400000x7, 400000x16 off its boundary), one row per group on a
+# small matrix (100x100) and the persistent grid above that size (6000x1155, 10000x131). Change
+# 18's path (a1), rows of one float: 2200000x1, 262147x1 and 5x1 (its head and tail only).
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -78,8 +79,8 @@ step08_paths() {
     "$s:300x32771+1+1" "$s:8x65536+1+2" "$s:65536x128" "$s:65536x36" "$s:32x16384+1+1" \
     "$s:128x4096" "$s:113x262147+1+1" "$s:16x65536" "$s:33x20001+2+2" "$s:48x196608" \
     "$s:1100x20003+1+1" "$s:50x50001+1+1" "$s:16x262147+2+2" "$s:140x20001+1+1" \
-    "$s:2200000x1" "$s:400000x7+1+1" "$s:400000x16+1+1" "$s:100x100" "$s:6000x1155+1+1" \
-    "$s:10000x131" \
+    "$s:2200000x1" "$s:262147x1+1+1" "$s:5x1+3+3" "$s:2200000x3+2+2" "$s:400000x7+1+1" \
+    "$s:400000x16+1+1" "$s:100x100" "$s:6000x1155+1+1" "$s:10000x131" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
