@@ -28,25 +28,25 @@ __device__ __forceinline__ float softmax_of_one(float x) {
   return v[0] * inv_sum;
 }
 
-// kPacks float4 slots a thread per round, kSingleThreads apart; the loop makes any grid correct.
-template <int kPacks>
-__global__ void __launch_bounds__(kSingleThreads)
+// kPacks float4 slots a thread per round, kThreads apart; the loop makes any grid correct.
+template <int kPacks, int kThreads = kSingleThreads>
+__global__ void __launch_bounds__(kThreads)
     single_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows) {
   const RowSplit<4> s(lead_of(x), 0, rows);  // y's lead is x's (the launcher checks)
   const float4* in = s.body_of(x);
   float4* out = s.body_of(y);
-  constexpr int kPerBlock = kSingleThreads * kPacks;
+  constexpr int kPerBlock = kThreads * kPacks;
   for (int64_t first = int64_t(blockIdx.x) * kPerBlock + threadIdx.x; first < s.body;
        first += int64_t(gridDim.x) * kPerBlock) {
     float4 v[kPacks];
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
-      const int64_t i = first + p * kSingleThreads;
+      const int64_t i = first + p * kThreads;
       if (i < s.body) v[p] = in[i];
     }
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
-      const int64_t i = first + p * kSingleThreads;
+      const int64_t i = first + p * kThreads;
       if (i < s.body)
         out[i] = make_float4(softmax_of_one(v[p].x), softmax_of_one(v[p].y),
                              softmax_of_one(v[p].z), softmax_of_one(v[p].w));
