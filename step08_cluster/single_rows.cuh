@@ -35,8 +35,16 @@ __global__ void __launch_bounds__(kThreads)
   const RowSplit<4> s(lead_of(x), 0, rows);  // y's lead is x's (the launcher checks)
   const float4* in = s.body_of(x);
   float4* out = s.body_of(y);
+  // The loose floats first: block 0 takes the head, the last block the tail. Loaded after the
+  // body, they cost a second load latency at the end of those blocks (change 18: 9826x1 4.13 us
+  // against 3.97 for cuDNN).
+  const int t = threadIdx.x;
+  const bool head = blockIdx.x == 0 && t < s.head;
+  const bool tail = blockIdx.x == gridDim.x - 1 && t < s.tail;
+  const float head_x = head ? x[t] : 0.f;
+  const float tail_x = tail ? x[s.tail_at + t] : 0.f;
   constexpr int kPerBlock = kThreads * kPacks;
-  for (int64_t first = int64_t(blockIdx.x) * kPerBlock + threadIdx.x; first < s.body;
+  for (int64_t first = int64_t(blockIdx.x) * kPerBlock + t; first < s.body;
        first += int64_t(gridDim.x) * kPerBlock) {
     float4 v[kPacks];
 #pragma unroll
@@ -52,11 +60,8 @@ __global__ void __launch_bounds__(kThreads)
                              softmax_of_one(v[p].z), softmax_of_one(v[p].w));
     }
   }
-  if (blockIdx.x == 0) {
-    const int t = threadIdx.x;
-    if (t < s.head) y[t] = softmax_of_one(x[t]);
-    if (t < s.tail) y[s.tail_at + t] = softmax_of_one(x[s.tail_at + t]);
-  }
+  if (head) y[t] = softmax_of_one(head_x);
+  if (tail) y[s.tail_at + t] = softmax_of_one(tail_x);
 }
 
 }  // namespace step08_cluster
