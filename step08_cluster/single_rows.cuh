@@ -36,8 +36,8 @@ __global__ void __launch_bounds__(kThreads)
   const float4* in = s.body_of(x);
   float4* out = s.body_of(y);
   // The loose floats first: block 0 takes the head, the last block the tail. Loaded after the
-  // body, they cost a second load latency at the end of those blocks (change 18: 9826x1 4.13 us
-  // against 3.97 for cuDNN).
+  // body, they cost a second load latency at the end of those blocks (docs/notes/step08.md,
+  // change 18: 9826x1 ran in 4.16 us that way, 3.90-3.97 this way).
   const int t = threadIdx.x;
   const bool head = blockIdx.x == 0 && t < s.head;
   const bool tail = blockIdx.x == gridDim.x - 1 && t < s.tail;
