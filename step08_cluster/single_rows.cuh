@@ -35,9 +35,9 @@ __global__ void __launch_bounds__(kThreads)
   const RowSplit<4> s(lead_of(x), 0, rows);  // y's lead is x's (the launcher checks)
   const float4* in = s.body_of(x);
   float4* out = s.body_of(y);
-  // The loose floats first: block 0 takes the head, the last block the tail. Loaded after the
-  // body, they cost a second load latency at the end of those blocks (docs/notes/step08.md,
-  // change 18: 9826x1 ran in 4.16 us that way, 3.90-3.97 this way).
+  // The loose floats first: block 0 takes the head, the last block the tail. With both loaded
+  // by block 0 after its body, 9826x1 ran in 4.16 us, 3.90-3.97 this way (docs/notes/step08.md,
+  // change 18).
   const int t = threadIdx.x;
   const bool head = blockIdx.x == 0 && t < s.head;
   const bool tail = blockIdx.x == gridDim.x - 1 && t < s.tail;

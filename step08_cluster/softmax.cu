@@ -37,8 +37,9 @@
 // per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5; (a)
 // and (b) on matrices of under 31 KB an SM take one row per group, no persistent grid; and (a')
 // takes unaligned rows of 2-16 floats too, one lane a row. Rows of one float take (a1), at any
-// number of rows (change 18: 0.95-1.00 of memcpy from 1000 to 67M rows, where (a) and (a') ran at
-// 0.57-0.94 between 131072 and 4194304 rows).
+// number of rows (change 18: 0.95 of memcpy or more from 1000 to 67M rows in the first side run,
+// 0.92-0.99 at the latency floor in later ones; (a) and (a') ran at 0.57-0.94 between 131072 and
+// 4194304 rows).
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages
