@@ -67,7 +67,9 @@ cudaLaunchConfig_t config(const SplitPlan& plan, cudaStream_t stream, cudaLaunch
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(plan.groups * plan.parts));
   cfg.blockDim = dim3(static_cast<unsigned>(plan.threads));
-  cfg.dynamicSmemBytes = stage_bytes(plan.packs, plan.threads);
+  // (g) in CTAs of 128 threads holds its part in registers: no stage.
+  const bool small = plan.path == Split::kCluster && plan.threads == kSmallSplitThreads;
+  cfg.dynamicSmemBytes = small ? 0 : stage_bytes(plan.packs, plan.threads);
   cfg.stream = stream;
   if (plan.path == Split::kCluster) {
     attr->id = cudaLaunchAttributeClusterDimension;
@@ -99,8 +101,9 @@ int64_t groups_that_fit(const SplitPlan& plan) {
   with_split_packs(plan.packs, [&](auto p) {
     constexpr int P = decltype(p)::value;
     if (plan.path == Split::kCluster) {
-      const auto kernel = cluster_rows_kernel<P>;
-      prepare(kernel, P, kSplitThreads, true);
+      const auto kernel = plan.threads == kSmallSplitThreads ? small_cluster_rows_kernel<P>
+                                                             : cluster_rows_kernel<P>;
+      prepare(kernel, P, plan.threads, true);
       SplitPlan one = plan;
       one.groups = 1;
       cudaLaunchAttribute attr;
@@ -161,9 +164,10 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   if (path == Split::kNone) refuse("no split path given");
   if (parts < 2) refuse("a split needs at least 2 CTAs");
   if (path == Split::kCluster && parts > kMaxClusterCtas) refuse("a cluster holds at most 16");
-  if (threads != kSplitThreads && !(threads == 1024 && path == Split::kHeld))
+  if (threads != kSplitThreads && !(threads == 1024 && path == Split::kHeld) &&
+      !(threads == kSmallSplitThreads && path == Split::kCluster))
     refuse("CTAs of " + std::to_string(threads) +
-           " threads (the sizes built: 512, and 1024 for the held path)");
+           " threads (the sizes built: 512, 1024 for the held path, 128 for clusters)");
   if (!clusters_usable()) refuse("thread block clusters are not in use on this device");
   SplitPlan plan;
   plan.path = path;
@@ -171,7 +175,7 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   plan.threads = threads;
   const int64_t slots = cols / 4;
   plan.chunk = static_cast<int>((slots + parts - 1) / parts);
-  const int per_thread = path == Split::kHeld ? 2 * threads : kSplitThreads;
+  const int per_thread = path == Split::kHeld ? 2 * threads : threads;
   const int packs = (plan.chunk + per_thread - 1) / per_thread;
   if (packs > 8)
     refuse(path == Split::kHeld ? "a part would need more than 16 float4 per thread"
@@ -225,6 +229,20 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 SplitPlan plan_split(int rows, int cols) {
   if (!clusters_usable()) return {};
   const int64_t slots = cols / 4;
+  // A small matrix of few rows of 2K-8K slots: clusters of CTAs of 128 threads, 512 slots each
+  // (K = 5..8), at most two CTAs an SM. In the same rounds as the library before (path c up to
+  // 16K floats, clusters of 512 past it): 1x16384 0.77 of memcpy against 0.64, 16x16384 0.78
+  // against 0.64, 32x16384 0.80 against 0.70, 8x32768 0.75 against 0.65; at 64x16384 (8 CTAs
+  // a row would be four an SM) level, and at 2K slots and fewer (32x8192 +0.03, 64x8192 and
+  // 4096 columns level or behind) not taken (docs/notes/step08.md, change 18).
+  if (slots > 2048 && slots <= 8 * 1024) {
+    const int64_t k = std::min<int64_t>(8, (slots + 511) / 512);
+    if (rows * k <= int64_t(device_info().sms) * 2) {
+      const SplitPlan small =
+          make_split(Split::kCluster, static_cast<int>(k), rows, cols, kSmallSplitThreads);
+      if (small.groups >= rows) return small;
+    }
+  }
   if (slots <= 4096) return {};
   const int64_t ctas = int64_t(device_info().sms) * 2;  // 512-thread CTAs resident at once
   const int64_t need = std::max<int64_t>(2, (slots + kSlotsPerCta - 1) / kSlotsPerCta);
@@ -291,8 +309,9 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
   with_split_packs(plan.packs, [&](auto p) {
     constexpr int P = decltype(p)::value;
     if (plan.path == Split::kCluster) {
-      const auto kernel = cluster_rows_kernel<P>;
-      prepare(kernel, P, kSplitThreads, true);
+      const auto kernel = plan.threads == kSmallSplitThreads ? small_cluster_rows_kernel<P>
+                                                             : cluster_rows_kernel<P>;
+      prepare(kernel, P, plan.threads, true);
       CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.chunk));
       CUDA_CHECK_LAUNCH();
       return;

@@ -428,6 +428,72 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 #endif
 }
 
+// (g) in CTAs of 128 threads, for small matrices of few rows of 2K-8K slots (8K-32K floats): a
+// cluster of K = 5..8 CTAs per row, each part straight into registers (plain loads, no stage),
+// then the part's pair, the exchange of (g) and the store. One row per cluster, every cluster
+// launched at once (the loop makes any grid correct). On such a matrix the launch is a chain of
+// latencies (docs/notes/step08.md, change 18): path (c), one block of 256 a row, leaves most SMs
+// idle, and (g)'s CTAs of 512 spend longer in the block reduction than the exchange saves
+// (32x16384 0.65-0.66 of memcpy in clusters of 4 of 512, 0.74-0.80 in clusters of 8 of 128,
+// path c 0.70-0.73).
+constexpr int kSmallSplitThreads = 128;
+
+template <int kPacks>
+__global__ void __launch_bounds__(kSmallSplitThreads)
+    small_cluster_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows,
+                              int cols, int chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ float2 warp_pairs[2][kSmallSplitThreads / kWarpSize];
+  __shared__ ExchangeArea area;
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int k = static_cast<int>(cluster.block_rank());
+  const int parts = static_cast<int>(cluster.num_blocks());
+  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
+  const int lead = lead_of(x);  // y's is the same (the launcher checks)
+  const int tid = threadIdx.x;
+  int64_t use = 0;  // rows this CTA has taken
+  for (int64_t row = p.group; row < rows; row += p.groups, ++use) {
+    const PartRow pr(lead, row, cols, p, chunk);
+    const float4* in = pr.r.body_of(x) + p.first;
+    const int in_line = slot_in_line(in);
+    float v[kPacks][4], edge[1] = {-INFINITY};
+#pragma unroll
+    for (int j = 0; j < kPacks; ++j) {
+      const int s = lined_slot<kPacks, kSmallSplitThreads>(tid, j, in_line);
+      load_item(in + s, s < pr.count, v[j]);
+    }
+    if (p.index == 0 && tid < pr.r.head) edge[0] = x[pr.r.start + tid];
+    if (p.index == p.parts - 1 && tid < pr.r.tail) edge[0] = x[pr.r.start + pr.r.tail_at + tid];
+    // The exchange's barriers are set up while the first row's loads are on their way.
+    if (use == 0) ClusterExchange::init(area);
+
+    // As split_rows: the thread's pair against its own max, the CTA's, the row's.
+    const float thread_max = fmaxf(max_of(v), edge[0]);
+    const float base = thread_max == -INFINITY ? 0.f : thread_max;
+    float sum = exp_in_place(v, base) + exp_in_place(edge, base);
+    float max_val = thread_max;
+    block_reduce_pair<kSmallSplitThreads>(max_val, sum, warp_pairs[use & 1]);
+    float row_max = max_val, row_sum = sum;
+    ClusterExchange::run(p, use, area, row_max, row_sum);
+
+    const float factor = part_factor(thread_max, row_max, row_sum);
+    store_part<kPacks, kSmallSplitThreads>(pr.r.body_of(y) + p.first, v, factor, in_line,
+                                           pr.count);
+    if (p.index == 0 && tid < pr.r.head) y[pr.r.start + tid] = edge[0] * factor;
+    if (p.index == p.parts - 1 && tid < pr.r.tail)
+      y[pr.r.start + pr.r.tail_at + tid] = edge[0] * factor;
+  }
+  // A cluster with no row (more clusters than rows) passes the set-up's barrier too, so that
+  // every CTA of a cluster passes the same barriers; then none leaves while another may still
+  // store into its shared memory.
+  if (use == 0) ClusterExchange::init(area);
+  cluster_barrier_relaxed();
+#else
+  __trap();  // launched only on sm_90 and later (the launcher checks)
+#endif
+}
+
 // (h): groups of `parts` consecutive CTAs of a cooperative grid, persistent over rows.
 template <int kPacks>
 __global__ void __launch_bounds__(kSplitThreads, 2)

@@ -93,6 +93,16 @@ std::vector<Case> cases() {
   out.push_back({Split::kHeld, 2, 12, 2 * 4096 * 4 + 4 * 100 + 2, 1, 1});
   out.push_back({Split::kHeld, 17, 40, 17 * 16384 + 3, 1, 1, 1024});  // 7 groups fit: 6 rounds
   out.push_back({Split::kHeld, 2, 12, 2 * 8192 * 4 + 4 * 100 + 2, 1, 1, 1024});
+  // (g) in CTAs of 128 threads: every cluster size to 8 (2 float4 a thread, N % 4 == 3), every
+  // float4 count at every N % 4, many more rows than fit at once (a cluster per two rows) and
+  // parts with no body slots.
+  for (int k = 2; k <= 8; ++k) out.push_back({Split::kCluster, k, 12, k * 1024 + 3, 1, 1, 128});
+  for (int packs : {1, 2, 4, 8})
+    for (int r = 0; r < 4; ++r)
+      out.push_back({Split::kCluster, 5, 12, 5 * 512 * packs - 4 + r, r == 0 ? 0 : 3,
+                     r == 0 ? 0 : 3, 128});
+  out.push_back({Split::kCluster, 8, 6000, 8 * 512 + 1, 2, 2, 128});
+  out.push_back({Split::kCluster, 8, 12, 21, 3, 3, 128});
   // Parts that get no body slots at all (a row shorter than K slots): only the edges matter.
   out.push_back({Split::kCluster, 8, 12, 21, 1, 1});
   out.push_back({Split::kGrid, 8, 12, 7, 3, 3});
@@ -144,12 +154,14 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
   // 6x1000003: held over every resident CTA (44 a row on an H100); 50x50001: clusters no wider
   // than one round allows (4 on an H100); 16x262147: grid groups of 16 in one round, where
   // clusters of 16 would take two; 140x20001: step07's path (d) past one round of clusters of 2;
-  // 262147x1: rows of one float (a1).
+  // 262147x1: rows of one float (a1); 1x12729, 20x16387, 32x16384 and 8x32771: small matrices
+  // of few rows in clusters of CTAs of 128 threads (change 18).
   for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{48, 262147},
                         Shape{300, 32771}, Shape{8, 1048579}, Shape{1, 4400003},
                         Shape{3, 5000001}, Shape{1, 8650755}, Shape{1, 9000001},
                         Shape{16, 20000}, Shape{6, 1000003}, Shape{50, 50001},
-                        Shape{16, 262147}, Shape{140, 20001}, Shape{262147, 1}}) {
+                        Shape{16, 262147}, Shape{140, 20001}, Shape{262147, 1},
+                        Shape{1, 12729}, Shape{20, 16387}, Shape{32, 16384}, Shape{8, 32771}}) {
     ::testing::Test::RecordProperty(
         std::to_string(s.rows) + "x" + std::to_string(s.cols),
         step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
@@ -228,6 +240,17 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(4096, 32771).parts, 2);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).parts, 8);
+  // Small matrices of few rows of 2K-8K slots: clusters of 8 CTAs of 128 threads, one row each,
+  // where that is at most two CTAs an SM (32x16384 on 128 SMs or more); not at 2K slots.
+  if (32 * 8 <= 2 * dev.sm_count) {
+    const SplitPlan small = step08_cluster::plan_split(32, 16384);
+    EXPECT_EQ(small.path, Split::kCluster);
+    EXPECT_EQ(small.threads, 128);
+    EXPECT_EQ(small.parts, 8);
+    EXPECT_EQ(small.groups, 32);
+  }
+  EXPECT_EQ(step08_cluster::plan_split(32, 8192).path, Split::kNone);
+  EXPECT_EQ(step08_cluster::plan_split(2 * dev.sm_count, 16384).path, Split::kNone);
   // Every row in one round wherever a grid group of the fewest CTAs that hold a row takes them
   // in one (on an H100, all of these): few rows that the widest clusters would take in two
   // rounds (40x60001: clusters of 5, not 6), and rows just past one round of clusters of the
@@ -273,6 +296,11 @@ TEST_F(Step08Dispatch, RefusesSplitsThatCannotRun) {
                std::invalid_argument);  // 16 float4 a thread at most, 1024 threads
   EXPECT_THROW(step08_cluster::make_split(Split::kCluster, 4, 4, 100000, 1024),
                std::invalid_argument);  // 1024 threads only for (i)
+  EXPECT_THROW(step08_cluster::make_split(Split::kGrid, 4, 4, 100000, 128),
+               std::invalid_argument);  // 128 threads only for (g)
+  EXPECT_THROW(step08_cluster::make_split(Split::kCluster, 2, 4, 2 * 4096 + 4, 128),
+               std::invalid_argument);  // 8 float4 a thread at most, 128 threads
+  EXPECT_NO_THROW(step08_cluster::make_split(Split::kCluster, 2, 4, 2 * 4096, 128));
   EXPECT_THROW(step08_cluster::make_split(Split::kGrid, 4, 4, 100000, 256),
                std::invalid_argument);
 }
