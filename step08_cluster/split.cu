@@ -199,8 +199,9 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 
 // The choices, each measured on the H100 (docs/notes/step08.md, experiments 1 and 2, changes 3
 // to 5):
-//  - rows of up to 16K floats stay on step07's paths: split over 2-4 CTAs, 32x16384 and 128x4096
-//    ran at 0.45-0.73 of memcpy against path (c)'s 0.70-0.72 and 0.88-0.89;
+//  - rows of up to 16K floats stay on step07's paths: split over 2-4 CTAs of 512, 32x16384 and
+//    128x4096 ran at 0.45-0.73 of memcpy against path (c)'s 0.70-0.72 and 0.88-0.89; except, on
+//    a small matrix of few rows of 8K-32K floats, clusters of CTAs of 128 threads (change 18);
 //  - longer rows: a cluster of K = 2..16 CTAs (8 float4 a thread) when there are rows for at
 //    least one round of clusters: 2048x65536 0.95, 512x262144 (K = 16) 0.95 against a grid
 //    group's 0.91, 64x262144 0.91 against 0.86 (synccheck reports "Missing wait" on clusters of 12
