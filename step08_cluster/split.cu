@@ -230,8 +230,9 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 SplitPlan plan_split(int rows, int cols) {
   if (!clusters_usable()) return {};
   const int64_t slots = cols / 4;
-  // A small matrix of few rows of 2K-8K slots: clusters of CTAs of 128 threads, 512 slots each
-  // (K = 5..8), at most two CTAs an SM. In the same rounds as the library before (path c up to
+  // A small matrix of few rows of 2K-8K slots: clusters of CTAs of 128 threads, at most 512
+  // slots each up to 4K slots (K = 5..8), K = 8 with up to 1024 (8 float4 a thread) past it; at
+  // most two CTAs an SM. In the same rounds as the library before (path c up to
   // 16K floats, clusters of 512 past it): 1x16384 0.77 of memcpy against 0.64, 16x16384 0.78
   // against 0.64, 32x16384 0.80 against 0.70, 8x32768 0.75 against 0.65; at 64x16384 (8 CTAs
   // a row would be four an SM) level, and at 2K slots and fewer (32x8192 +0.03, 64x8192 and

@@ -433,9 +433,9 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 // then the part's pair, the exchange of (g) and the store. One row per cluster, every cluster
 // launched at once (the loop makes any grid correct). On such a matrix the launch is a chain of
 // latencies (docs/notes/step08.md, change 18): path (c), one block of 256 a row, leaves most SMs
-// idle, and (g)'s CTAs of 512 spend longer in the block reduction than the exchange saves
-// (32x16384 0.65-0.66 of memcpy in clusters of 4 of 512, 0.74-0.80 in clusters of 8 of 128,
-// path c 0.70-0.73).
+// idle, and (g)'s CTAs of 512 lost 0.08-0.11 of memcpy to those of 128 with the exchange, 0.01-0.03
+// without it (cause not isolated; 32x16384 0.65-0.66 in clusters of 4 of 512, 0.74-0.80 in
+// clusters of 8 of 128, path c 0.70-0.73).
 constexpr int kSmallSplitThreads = 128;
 
 template <int kPacks>

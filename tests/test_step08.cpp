@@ -150,7 +150,8 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
   // 300x32771: clusters of 2; 8x1048579: few long rows that (h) would take in two rounds (held);
   // 1x4400003 and 3x5000001: longer than (h) holds on the whole GPU (held in CTAs of 1024, in
   // one and three rounds; 1x8650755 the longest that holds on an H100, in 132 of them);
-  // 1x9000001: longer than the GPU holds with the stages too (two passes); 16x20000: few mid rows;
+  // 1x9000001: longer than the GPU holds with the stages too (two passes); 16x20000: few mid rows
+  // (clusters of 128 threads since change 18);
   // 6x1000003: held over every resident CTA (44 a row on an H100); 50x50001: clusters no wider
   // than one round allows (4 on an H100); 16x262147: grid groups of 16 in one round, where
   // clusters of 16 would take two; 140x20001: step07's path (d) past one round of clusters of 2;
