@@ -230,14 +230,16 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 SplitPlan plan_split(int rows, int cols) {
   if (!clusters_usable()) return {};
   const int64_t slots = cols / 4;
-  // A small matrix of few rows of 2K-8K slots: clusters of CTAs of 128 threads, at most 512
-  // slots each up to 4K slots (K = 5..8), K = 8 with up to 1024 (8 float4 a thread) past it; at
-  // most two CTAs an SM. In the same rounds as the library before (path c up to
-  // 16K floats, clusters of 512 past it): 1x16384 0.77 of memcpy against 0.64, 16x16384 0.78
-  // against 0.64, 32x16384 0.80 against 0.70, 8x32768 0.75 against 0.65; at 64x16384 (8 CTAs
-  // a row would be four an SM) level, and at 2K slots and fewer (32x8192 +0.03, 64x8192 and
-  // 4096 columns level or behind) not taken (docs/notes/step08.md, change 18).
-  if (slots > 2048 && slots <= 8 * 1024) {
+  // A small matrix of few rows of 2561-8192 slots: clusters of CTAs of 128 threads, at most 512
+  // slots each (K = 6..8), K = 8 with up to 1024 (8 float4 a thread) past 4K slots; at most two
+  // CTAs an SM. In the same rounds as the library before (path c up to 16K floats, clusters of
+  // 512 past it): 1x16384 0.77 of memcpy against 0.64, 16x16384 0.78 against 0.64, 32x16384 0.80
+  // against 0.70, 8x32768 0.75 against 0.65, 33x20001 1.16-1.19 against 1.08-1.09 (clusters of
+  // 3 of 512); at 64x16384 (8 CTAs a row would be four an SM) level. Rows of 2049-2560 slots
+  // (K = 5) were level with step07 or behind it (52x10000 1.20 against 1.28), and at 2K slots
+  // and fewer (32x8192 +0.03, 64x8192 and 4096 columns level or behind): not taken
+  // (docs/notes/step08.md, changes 18 and 19).
+  if (slots > 2560 && slots <= 8 * 1024) {
     const int64_t k = std::min<int64_t>(8, (slots + 511) / 512);
     if (rows * k <= int64_t(device_info().sms) * 2) {
       const SplitPlan small =

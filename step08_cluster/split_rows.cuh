@@ -428,8 +428,8 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 #endif
 }
 
-// (g) in CTAs of 128 threads, for small matrices of few rows of 2K-8K slots (8K-32K floats): a
-// cluster of K = 5..8 CTAs per row, each part straight into registers (plain loads, no stage),
+// (g) in CTAs of 128 threads, for small matrices of few rows of 2561-8192 slots (10K-32K floats):
+// a cluster of K = 6..8 CTAs per row, each part straight into registers (plain loads, no stage),
 // then the part's pair, the exchange of (g) and the store. One row per cluster, every cluster
 // launched at once (the loop makes any grid correct). On such a matrix the launch is a chain of
 // latencies (docs/notes/step08.md, change 18): path (c), one block of 256 a row, leaves most SMs

@@ -241,8 +241,9 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(4096, 32771).parts, 2);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).parts, 8);
-  // Small matrices of few rows of 2K-8K slots: clusters of 8 CTAs of 128 threads, one row each,
-  // where that is at most two CTAs an SM (32x16384 on 128 SMs or more); not at 2K slots.
+  // Small matrices of few rows of 2561-8192 slots: clusters of 6-8 CTAs of 128 threads, one row
+  // each, where that is at most two CTAs an SM (32x16384 on 128 SMs or more); not at 2560 slots
+  // and fewer (10243 columns), where clusters of 5 were level with step07 or behind.
   if (32 * 8 <= 2 * dev.sm_count) {
     const SplitPlan small = step08_cluster::plan_split(32, 16384);
     EXPECT_EQ(small.path, Split::kCluster);
@@ -250,6 +251,13 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
     EXPECT_EQ(small.parts, 8);
     EXPECT_EQ(small.groups, 32);
   }
+  if (8 * 6 <= 2 * dev.sm_count) {
+    const SplitPlan six = step08_cluster::plan_split(8, 10244);  // 2561 slots
+    EXPECT_EQ(six.path, Split::kCluster);
+    EXPECT_EQ(six.threads, 128);
+    EXPECT_EQ(six.parts, 6);
+  }
+  EXPECT_EQ(step08_cluster::plan_split(8, 10243).path, Split::kNone);  // 2560 slots
   EXPECT_EQ(step08_cluster::plan_split(32, 8192).path, Split::kNone);
   EXPECT_EQ(step08_cluster::plan_split(2 * dev.sm_count, 16384).path, Split::kNone);
   // Every row in one round wherever a grid group of the fewest CTAs that hold a row takes them
