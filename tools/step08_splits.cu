@@ -3,7 +3,11 @@
 // step07 and memcpy: the experiments of docs/notes/step08.md.
 //
 //   build/softmax_step08_splits [--iters K]                    the built-in list (experiment 2)
-//   build/softmax_step08_splits --one ROWS COLS cluster|grid|default K [GROUPS]
+//   build/softmax_step08_splits [--iters K] ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...
+//   build/softmax_step08_splits --one ROWS COLS PATH K [GROUPS]
+//
+// PATH: cluster, grid, held (paths g, h, i), or default (step08's own choice); THREADS: CTAs of
+// 1024 threads for held, 128 for cluster (make_split's sizes), else 512.
 //
 // The list: for each entry, verification (four input kinds, at most 40 rows, rows off 16-byte
 // boundaries when N % 4 != 0), then the median of K launches with L2 flushed, memcpy and step07
@@ -38,13 +42,15 @@ struct Plan {
   Split path;  // kNone: step08's own choice
   int parts;
   long groups = 0;  // > 0: this many clusters or groups instead of the plan's
+  int threads = 0;  // > 0: CTAs of this many threads instead of 512
 };
 
 // The plan the forced launcher runs (a softmax::Step launcher carries no state of its own).
 Plan g_plan;
 
 step08_cluster::SplitPlan split_of(const Plan& p, int rows, int cols) {
-  auto s = step08_cluster::make_split(p.path, p.parts, rows, cols);
+  auto s = p.threads > 0 ? step08_cluster::make_split(p.path, p.parts, rows, cols, p.threads)
+                         : step08_cluster::make_split(p.path, p.parts, rows, cols);
   if (p.groups > 0) s.groups = std::min<long>(p.groups, rows);
   return s;
 }
@@ -64,10 +70,37 @@ std::string describe(const Plan& p) {
 
 int usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s [--iters K]\n"
-               "       %s --one ROWS COLS cluster|grid|default K [GROUPS]\n",
+               "usage: %s [--iters K] [ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...]\n"
+               "       %s --one ROWS COLS PATH K [GROUPS]\n"
+               "PATH: cluster, grid, held or default\n",
                argv0, argv0);
   return 2;
+}
+
+Split path_of(const std::string& name) {
+  if (name == "cluster") return Split::kCluster;
+  if (name == "grid") return Split::kGrid;
+  if (name == "held") return Split::kHeld;
+  if (name == "default") return Split::kNone;
+  throw softmax::UsageError("unknown path '" + name + "'");
+}
+
+// ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]]
+Plan plan_of(const std::string& spec) {
+  std::vector<std::string> f;
+  size_t from = 0;
+  for (size_t at; (at = spec.find(':', from)) != std::string::npos; from = at + 1)
+    f.push_back(spec.substr(from, at - from));
+  f.push_back(spec.substr(from));
+  const size_t x = f[0].find('x');
+  if (f.size() < 2 || f.size() > 5 || x == std::string::npos)
+    throw softmax::UsageError("a plan is ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]], not '" + spec +
+                              "'");
+  return {softmax::parse_int("ROWS", f[0].substr(0, x).c_str(), 1),
+          softmax::parse_int("COLS", f[0].substr(x + 1).c_str(), 1), path_of(f[1]),
+          f.size() > 2 ? softmax::parse_int("K", f[2].c_str(), 0) : 0,
+          f.size() > 3 ? softmax::parse_int("GROUPS", f[3].c_str(), 0) : 0,
+          f.size() > 4 ? softmax::parse_int("THREADS", f[4].c_str(), 0) : 0};
 }
 
 }  // namespace
@@ -82,17 +115,19 @@ int main(int argc, char** argv) {
   long iters = 30;
   bool one = false;
   try {
-    if (argc == 3 && std::string(argv[1]) == "--iters") {
-      iters = softmax::parse_int("--iters", argv[2], softmax::kMinRuns);
-    } else if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--one") {
-      const std::string path = argv[4];
-      if (path != "cluster" && path != "grid" && path != "default") return usage(argv[0]);
+    if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--one") {
       plans = {{softmax::parse_int("ROWS", argv[2], 1), softmax::parse_int("COLS", argv[3], 1),
-                path == "cluster" ? C : path == "grid" ? G : N, softmax::parse_int("K", argv[5], 0),
+                path_of(argv[4]), softmax::parse_int("K", argv[5], 0),
                 argc == 7 ? softmax::parse_int("GROUPS", argv[6], 0) : 0}};
       one = true;
-    } else if (argc != 1) {
-      return usage(argv[0]);
+    } else {
+      int a = 1;
+      if (argc >= 3 && std::string(argv[1]) == "--iters") {
+        iters = softmax::parse_int("--iters", argv[2], softmax::kMinRuns);
+        a = 3;
+      }
+      if (a < argc) plans.clear();
+      for (; a < argc; ++a) plans.push_back(plan_of(argv[a]));
     }
   } catch (const softmax::UsageError& e) {
     std::fprintf(stderr, "%s\n", e.what());
