@@ -30,6 +30,8 @@ std::atomic<bool> g_clusters_on{clusters_wanted_at_start()};
 constexpr int kSlotsPerCta = kSplitThreads * 8;  // the most a part holds: 8 float4 a thread
 // Rows per resident cluster from which (g) launches a cluster per two rows (make_split).
 constexpr int64_t kRowsPerClusterForWaves = 8;
+// The most rows a group of (h) takes with TaggedExchange (make_split).
+constexpr int64_t kTaggedRounds = 4;
 
 // Calls f(std::integral_constant<int, P>) for the smallest P of 1, 2, 4, 8 with packs <= P.
 template <typename F>
@@ -116,7 +118,8 @@ int64_t groups_that_fit(const SplitPlan& plan) {
         prepare(kernel, P, threads, false);
         return int64_t(device_info().sms) * blocks_per_sm(kernel, threads, stage_bytes(P, threads));
       };
-      const int64_t ctas = plan.path == Split::kGrid ? resident(grid_rows_kernel<P>, kSplitThreads)
+      const int64_t ctas = plan.path == Split::kGrid
+                               ? resident(grid_rows_kernel<P, GridExchange>, kSplitThreads)
                            : plan.threads == 1024   ? resident(held_rows_kernel<P, 1024>, 1024)
                                                     : resident(held_rows_kernel<P, kSplitThreads>,
                                                                kSplitThreads);
@@ -186,6 +189,12 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   // Balanced: every cluster or group takes the same number of rows (or one fewer).
   const int64_t rounds = (rows + fit - 1) / fit;
   plan.groups = (rows + rounds - 1) / rounds;
+  // (i)'s pairs always go as tagged words; (h)'s where a group takes at most four rows. In the
+  // same rounds as the counter: 8x1048576 (i) 0.82-0.83 of memcpy against 0.80, 4x1048576 (h, one
+  // round) 0.76 against 0.71, 16x1048576 (four rounds) 0.84 against 0.82, 16x262147 0.93-0.95
+  // against 0.88-0.90; at eight rounds and more level or behind: 32x1048576 0.83 both, 64x524288
+  // 0.83-0.84 against 0.87, 256x524288 0.85 against 0.89 (docs/notes/step08.md, change 21).
+  plan.tagged = path == Split::kHeld || (path == Split::kGrid && rounds <= kTaggedRounds);
   // Clusters over many rows (8 or more per resident cluster): two rows each, far more clusters
   // than fit at once, so that the hardware starts a new cluster wherever one ends. Clusters on
   // some SMs run faster than others; with a fixed share of the rows each, the slowest decides.
@@ -308,6 +317,7 @@ SplitPlan plan_split(int rows, int cols) {
 
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
                   cudaStream_t stream) {
+  static std::map<int, unsigned> tagged_launches;  // per device, under the mutex below
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = config(plan, stream, &attr);
   with_split_packs(plan.packs, [&](auto p) {
@@ -333,17 +343,22 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
     } else {
       CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
     }
-    const auto run = [&](auto kernel) {
+    const auto run = [&](auto kernel, auto ex) {
       prepare(kernel, P, plan.threads, false);
-      CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk));
+      CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk, ex));
       CUDA_CHECK_LAUNCH();
     };
-    if (plan.path == Split::kGrid) {
-      run(grid_rows_kernel<P>);
+    // The launch's parity picks TaggedExchange's set of words, and the launch clears the other:
+    // one count for every kernel that uses them, whatever its P, CTA size or path.
+    const TaggedExchange tagged{plan.tagged ? tagged_launches[device]++ & 1u : 0u};
+    if (plan.path == Split::kGrid && plan.tagged) {
+      run(grid_rows_kernel<P, TaggedExchange>, tagged);
+    } else if (plan.path == Split::kGrid) {
+      run(grid_rows_kernel<P, GridExchange>, GridExchange{});
     } else if (plan.threads == 1024) {
-      run(held_rows_kernel<P, 1024>);
+      run(held_rows_kernel<P, 1024>, tagged);
     } else {
-      run(held_rows_kernel<P, kSplitThreads>);
+      run(held_rows_kernel<P, kSplitThreads>, tagged);
     }
     CUDA_CHECK(cudaEventRecord(done, stream));
   });
@@ -370,7 +385,8 @@ std::string describe(const SplitPlan& plan) {
                                                   : "held";
   return std::string(name) + " K=" + std::to_string(plan.parts) +
          " P=" + std::to_string(plan.packs) + " groups=" + std::to_string(plan.groups) +
-         (plan.threads == kSplitThreads ? "" : " T=" + std::to_string(plan.threads));
+         (plan.threads == kSplitThreads ? "" : " T=" + std::to_string(plan.threads)) +
+         (plan.path == Split::kGrid && plan.tagged ? " tagged" : "");
 }
 
 }  // namespace step08_cluster

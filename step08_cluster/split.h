@@ -22,6 +22,8 @@ struct SplitPlan {
   int chunk = 0;              // body slots per part
   int64_t groups = 0;         // clusters or groups launched (each loops over rows)
   int threads = 512;          // per CTA: 512 (two an SM), or 1024 for kHeld (one an SM)
+  bool tagged = false;        // kGrid, kHeld: pairs as tagged words (TaggedExchange), not behind
+                              // a counter (GridExchange); kHeld always, kGrid in <= 4 rounds
 };
 
 // Clusters can be used: the current device is sm_90 or later, and neither use_clusters(false)
@@ -43,7 +45,8 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads = 51
 // Launches a plan from plan_split or make_split (x and y as the step's launcher checks them).
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
                   cudaStream_t stream);
-// "cluster K=4 P=8 groups=62", for reports ("held" for kHeld).
+// "cluster K=4 P=8 groups=62", for reports ("held" for kHeld; " tagged" after a grid plan whose
+// pairs go as tagged words).
 std::string describe(const SplitPlan& plan);
 // How many clusters of K 512-thread CTAs (8 float4 a thread) fit on this GPU at once, for K = 2,
 // 3, 4, 6, 8, 12, 16: "2:132 3:79 ..." (it depends on how the chip's SMs are grouped into GPCs);

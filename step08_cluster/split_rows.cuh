@@ -17,10 +17,12 @@
 //   (g) a thread block cluster (sm_90): the K = 2..16 CTAs are co-scheduled on one GPC; each
 //       stores its pair into every CTA's shared memory (distributed shared memory, st.async) and
 //       each waits on its own transaction barrier (mbarrier) until all K pairs have landed.
-//   (h) a group of K CTAs of a cooperative grid (any K): pairs in global memory, the barrier a
-//       counter in global memory that the last CTA to arrive resets. Cooperative launch
-//       guarantees every CTA is resident, so a CTA spinning on the counter cannot keep the one it
-//       waits for from running.
+//   (h) a group of K CTAs of a cooperative grid (any K): pairs in global memory. Where a group
+//       takes at most four rows, each pair is stored as two tagged words that the K CTAs read
+//       until every tag is the row's (TaggedExchange); over more rows, behind a counter in
+//       global memory that the last CTA to arrive resets (GridExchange). Cooperative launch
+//       guarantees every CTA is resident, so a CTA spinning on the words or the counter cannot
+//       keep the one it waits for from running.
 //
 // Both loop over rows: a cluster or group takes rows g, g + groups, ... (g) on many rows is
 // launched with a cluster per two rows, far more than fit at once (split.cu). While it reduces and
@@ -312,6 +314,79 @@ struct GridExchange {
   }
 };
 
+// The exchange of (i), and of (h) where a group takes at most four rows: no counter, no fence, no
+// read-modify-write. Warp 0 of each CTA stores the CTA's pair as two 64-bit words, each a tag (the
+// CTA's count of rows so far, + 1) beside one float, with one relaxed 16-byte store, then reads the
+// group's K pairs of words until every tag is the row's, and merges them. A 64-bit store is
+// single-copy atomic, so a tag seen means its float is there. GridExchange's chain (the pair
+// stored, an acq_rel add, the last CTA's reset and release, the others' acquire polls, then the
+// pairs read) took 0.6-0.8 us more at 8x1048576 and 1x1048576, where this one runs at 0.82-0.83
+// and 0.65-0.66 of memcpy against 0.80 and 0.61 (docs/notes/step08.md, change 21). On groups that
+// take many rows, with the next row's copies in flight, it lost up to 0.04 (256x524288 0.85
+// against 0.89), so those keep GridExchange.
+//   Words by row parity: a CTA overwrites its word of row i with row i + 2's only after it has
+// seen all K words of row i + 1, which every CTA stores only after it has read row i's. Two sets
+// by launch parity: each launch clears the other set, which the next tagged launch (launches of (h)
+// and (i) are serialised, split.cu, and counted there) finds at zero, a tag no row has.
+__device__ unsigned long long g_tagged_words[2][2][kMaxGridCtas][2];
+
+struct TaggedExchange {
+  unsigned parity;  // the launch's: which set of words it uses
+
+  __device__ __forceinline__ void init(ExchangeArea&) const {
+    unsigned long long* other = &g_tagged_words[parity ^ 1][0][0][0];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < 2 * kMaxGridCtas * 2;
+         i += gridDim.x * blockDim.x)
+      other[i] = 0;
+  }
+
+  __device__ __forceinline__ void run(const Part& p, int64_t use, ExchangeArea& area,
+                                      float& max_val, float& sum) const {
+    unsigned long long(*const words)[2] = g_tagged_words[parity][use & 1];
+    const unsigned long long tag = static_cast<unsigned long long>(use + 1) << 32;
+    if (threadIdx.x < kWarpSize) {
+      const int lane = threadIdx.x;
+      if (lane == 0)
+        asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(words[blockIdx.x]),
+                     "l"(tag | __float_as_uint(max_val)), "l"(tag | __float_as_uint(sum))
+                     : "memory");
+      const int64_t base = blockIdx.x - p.index;  // the group's part 0
+      constexpr int kBatch = 4;                    // loads a lane issues before using any
+      for (;;) {
+        max_val = -INFINITY;
+        sum = 0.f;
+        bool ready = true;
+        for (int k0 = 0; k0 < p.parts; k0 += kBatch * kWarpSize) {
+          ulonglong2 w[kBatch];
+#pragma unroll
+          for (int j = 0; j < kBatch; ++j) {
+            const int k = min(k0 + lane + j * kWarpSize, p.parts - 1);
+            asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+                         : "=l"(w[j].x), "=l"(w[j].y)
+                         : "l"(words[base + k])
+                         : "memory");
+          }
+#pragma unroll
+          for (int j = 0; j < kBatch; ++j) {
+            if (k0 + lane + j * kWarpSize >= p.parts) continue;
+            ready &= (w[j].x >> 32) == (tag >> 32) && (w[j].y >> 32) == (tag >> 32);
+            merge(max_val, sum, __uint_as_float(unsigned(w[j].x)),
+                  __uint_as_float(unsigned(w[j].y)));
+          }
+        }
+        if (__all_sync(0xffffffffu, ready)) break;
+        __nanosleep(32);
+      }
+      warp_reduce_pair(max_val, sum);
+      if (lane == 0) area.pairs[use & 1][0] = make_float2(max_val, sum);
+    }
+    __syncthreads();
+    const float2 row = area.pairs[use & 1][0];
+    max_val = row.x;
+    sum = row.y;
+  }
+};
+
 // One row per cluster or group per round, the next row's part in flight (see the top).
 // kPacks: float4 slots per thread (chunk <= kPacks * 512). Dynamic shared memory: kPacks * 512 + 8
 // float4, the stage; a row's part starts line_shift slots into it (row_split.cuh). kBulk: the
@@ -320,7 +395,8 @@ struct GridExchange {
 // that each warp reads and writes whole 128-byte lines.
 template <int kPacks, typename Exchange, bool kBulk>
 __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* __restrict__ y,
-                                           int rows, int cols, const Part p, int chunk) {
+                                           int rows, int cols, const Part p, int chunk,
+                                           const Exchange ex = Exchange{}) {
   extern __shared__ float4 stage[];
   __shared__ float2 warp_pairs[2][kSplitWarps];
   __shared__ ExchangeArea area;
@@ -344,7 +420,7 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     fetch_part<kPacks>(x, lead, p.group, rows, cols, p, chunk, stage_at, next_edge);
     __pipeline_commit();
   }
-  Exchange::init(area);
+  ex.init(area);
   int64_t use = 0;  // rows this CTA has taken
   for (int64_t row = p.group; row < rows; row += p.groups, ++use) {
     const int parity = static_cast<int>(use & 1);
@@ -397,7 +473,7 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
       __pipeline_commit();
     }
     float row_max = max_val, row_sum = sum;
-    Exchange::run(p, use, area, row_max, row_sum);
+    ex.run(p, use, area, row_max, row_sum);
 
     const float factor = part_factor(thread_max, row_max, row_sum);
     store_part<kPacks, kSplitThreads>(pr.r.body_of(y) + p.first, v, factor, in_line, pr.count);
@@ -494,18 +570,19 @@ __global__ void __launch_bounds__(kSmallSplitThreads)
 #endif
 }
 
-// (h): groups of `parts` consecutive CTAs of a cooperative grid, persistent over rows.
-template <int kPacks>
+// (h): groups of `parts` consecutive CTAs of a cooperative grid, persistent over rows; Exchange:
+// TaggedExchange where a group takes at most four rows, else GridExchange (split.cu).
+template <int kPacks, typename Exchange>
 __global__ void __launch_bounds__(kSplitThreads, 2)
     grid_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
-                     int parts, int chunk) {
+                     int parts, int chunk, const Exchange ex) {
   const int k = blockIdx.x % parts;
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
-  split_rows<kPacks, GridExchange, false>(x, y, rows, cols, p, chunk);
+  split_rows<kPacks, Exchange, false>(x, y, rows, cols, p, chunk, ex);
 }
 
 // (i): few rows too long for (h) to hold in one round. As (h), a group of K CTAs of a cooperative
-// grid per row, but each CTA's part is twice as long: its first kPacks * 512 slots go into
+// grid per row (the pairs through TaggedExchange), but each CTA's part is twice as long: its first kPacks * 512 slots go into
 // registers (plain loads), the rest (up to as many again) into the shared-memory stage (cp.async),
 // both in flight at once, and stay there until the row is written. No next row is in flight: the
 // stage holds this row. Where (h) would need two or more rounds of rows (8x1048576: groups of 64,
@@ -519,7 +596,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 template <int kPacks, int kThreads>
 __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     held_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
-                     int parts, int chunk) {
+                     int parts, int chunk, const TaggedExchange ex) {
   extern __shared__ float4 stage[];
   __shared__ float2 warp_pairs[2][kThreads / kWarpSize];
   __shared__ ExchangeArea area;  // GridExchange's merged pair
@@ -529,6 +606,7 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
   const int lead = lead_of(x);  // y's is the same (the launcher checks)
   const int tid = threadIdx.x;
   const uint32_t stage_at = shared_at(stage);
+  ex.init(area);
   int64_t use = 0;
   for (int64_t row = p.group; row < rows; row += p.groups, ++use) {
     const PartRow pr(lead, row, cols, p, chunk);
@@ -586,7 +664,7 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     float max_val = thread_max;
     block_reduce_pair<kThreads>(max_val, sum, warp_pairs[use & 1]);
     float row_max = max_val, row_sum = sum;
-    GridExchange::run(p, use, area, row_max, row_sum);
+    ex.run(p, use, area, row_max, row_sum);
 
     const float factor = part_factor(thread_max, row_max, row_sum);
     float4* out = pr.r.body_of(y) + p.first;

@@ -223,6 +223,14 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(8, 1048576).threads, 512);
   EXPECT_EQ(step08_cluster::plan_split(2, 1048576).path, Split::kGrid);
   EXPECT_EQ(step08_cluster::plan_split(1, 4400003).path, Split::kHeld);
+  // Pairs as tagged words: (i) always, (h) where a group takes at most four rows (groups of 64
+  // CTAs of 512, two an SM: 2 * SMs / 64 groups fit).
+  EXPECT_TRUE(step08_cluster::plan_split(8, 1048576).tagged);
+  EXPECT_TRUE(step08_cluster::plan_split(1, 4400003).tagged);
+  EXPECT_TRUE(step08_cluster::plan_split(2, 1048576).tagged);
+  const int fit64 = 2 * dev.sm_count / 64;
+  EXPECT_TRUE(step08_cluster::make_split(Split::kGrid, 64, 4 * fit64, 64 * 4096).tagged);
+  EXPECT_FALSE(step08_cluster::make_split(Split::kGrid, 64, 4 * fit64 + 1, 64 * 4096).tagged);
   EXPECT_EQ(step08_cluster::plan_split(1, 9000001).path, Split::kNone);
   EXPECT_EQ(step08_cluster::plan_split(4096, 1024).path, Split::kNone);
   // Rows of 9-16 CTAs' worth: clusters of 16 on enough rows for one round of clusters, grid groups
@@ -287,6 +295,32 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
                                     step08_cluster::describe(plan));
     EXPECT_TRUE(plan.path == Split::kNone || plan.groups == s.rows)
         << s.rows << "x" << s.cols << ": " << step08_cluster::describe(plan);
+  }
+}
+
+// The tagged words of (h) and (i) are one set for every kernel that uses them, whatever its float4
+// count, CTA size or path: each launch must find the set the one before it cleared. Kernels of
+// different sizes one after another, the first again at the end (with a count of launches per
+// kernel instead of one for all, a launch found the words another kernel had left and merged
+// them: docs/notes/step08.md, change 20, run 4).
+TEST_F(Step08Dispatch, TaggedWordsAcrossKernels) {
+  if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
+  const Case sequence[] = {{Split::kHeld, 4, 12, 8 * 2048 - 1, 0, 0},
+                           {Split::kHeld, 4, 12, 8 * 2048 * 8 - 1, 1, 1},
+                           {Split::kGrid, 4, 12, 4 * 2048 * 4 + 1, 2, 2},
+                           {Split::kHeld, 4, 12, 16 * 2048 * 2 + 3, 3, 3, 1024},
+                           {Split::kGrid, 8, 3, 7, 1, 1},
+                           {Split::kHeld, 4, 12, 8 * 2048 - 1, 0, 0}};
+  for (const Case& c : sequence) {
+    g_path = c.path;
+    g_parts = c.parts;
+    g_threads = c.threads;
+    ASSERT_TRUE(step08_cluster::make_split(c.path, c.parts, c.rows, c.cols, c.threads).tagged);
+    for (InputKind kind : {InputKind::kNormal, InputKind::kMaxAtEnds}) {
+      const VerifyResult r =
+          check_step(kForced, c.rows, c.cols, kind, next_seed(), {c.x_offset, c.y_offset});
+      EXPECT_TRUE(r.ok()) << case_name(c) << " " << to_string(kind) << ": " << r.report();
+    }
   }
 }
 
