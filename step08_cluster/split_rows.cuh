@@ -328,7 +328,8 @@ struct GridExchange {
 // seen all K words of row i + 1, which every CTA stores only after it has read row i's. Two sets
 // by launch parity: each launch clears the other set, which the next tagged launch (launches of (h)
 // and (i) are serialised, split.cu, and counted there) finds at zero, a tag no row has.
-__device__ unsigned long long g_tagged_words[2][2][kMaxGridCtas][2];
+// 16-byte aligned: each CTA's two words are one 16-byte access.
+__device__ __align__(16) unsigned long long g_tagged_words[2][2][kMaxGridCtas][2];
 
 struct TaggedExchange {
   unsigned parity;  // the launch's: which set of words it uses
