@@ -266,6 +266,17 @@ struct ClusterExchange {
   }
 };
 
+// Warp 0's merged pair of the row to every thread of the CTA, through shared memory (by row
+// parity, so that a warp racing ahead to the next row writes the other slot).
+__device__ __forceinline__ void share_row_pair(ExchangeArea& area, int64_t use, float& max_val,
+                                               float& sum) {
+  if (threadIdx.x == 0) area.pairs[use & 1][0] = make_float2(max_val, sum);
+  __syncthreads();
+  const float2 row = area.pairs[use & 1][0];
+  max_val = row.x;
+  sum = row.y;
+}
+
 // The exchange of (h): pairs in global memory, a counting barrier per group. Thread 0 publishes
 // the pair and arrives; the last of the K to arrive resets the count and bumps the generation,
 // which the others wait for. Then warp 0 reads the K pairs from L2, merges them and leaves the
@@ -305,12 +316,8 @@ struct GridExchange {
         merge(max_val, sum, other.x, other.y);
       }
       warp_reduce_pair(max_val, sum);
-      if (lane == 0) area.pairs[use & 1][0] = make_float2(max_val, sum);
     }
-    __syncthreads();
-    const float2 row = area.pairs[use & 1][0];
-    max_val = row.x;
-    sum = row.y;
+    share_row_pair(area, use, max_val, sum);
   }
 };
 
@@ -379,12 +386,8 @@ struct TaggedExchange {
         __nanosleep(32);
       }
       warp_reduce_pair(max_val, sum);
-      if (lane == 0) area.pairs[use & 1][0] = make_float2(max_val, sum);
     }
-    __syncthreads();
-    const float2 row = area.pairs[use & 1][0];
-    max_val = row.x;
-    sum = row.y;
+    share_row_pair(area, use, max_val, sum);
   }
 };
 
