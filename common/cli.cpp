@@ -22,6 +22,13 @@ int parse_int(const std::string& option, const std::string& text, int min_value)
   return static_cast<int>(v);
 }
 
+RowsCols parse_shape(const std::string& text) {
+  const size_t x = text.find('x');
+  if (x == std::string::npos)
+    throw UsageError("shape '" + text + "': expected ROWSxCOLS, e.g. 50x50001");
+  return {parse_int("ROWS", text.substr(0, x), 1), parse_int("COLS", text.substr(x + 1), 1)};
+}
+
 Options parse_args(int argc, const char* const* argv) {
   Options opt;
   for (int i = 1; i < argc; ++i) {

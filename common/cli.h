@@ -38,6 +38,13 @@ Options parse_args(int argc, const char* const* argv);
 // arguments use it too).
 int parse_int(const std::string& option, const std::string& text, int min_value);
 
+// "ROWSxCOLS" (both >= 1), as the tools take shapes on their command lines; throws UsageError
+// naming the text otherwise.
+struct RowsCols {
+  int rows, cols;
+};
+RowsCols parse_shape(const std::string& text);
+
 std::string usage(const std::string& program);
 
 }  // namespace softmax

@@ -60,6 +60,23 @@ TEST(Cli, RejectsBadInputNamingIt) {
   EXPECT_NE(error_of({"--json"}).find("--json needs a value"), std::string::npos);
 }
 
+TEST(Cli, ParsesShapesAndNamesBadOnes) {
+  const RowsCols s = parse_shape("50x50001");
+  EXPECT_EQ(s.rows, 50);
+  EXPECT_EQ(s.cols, 50001);
+  for (const char* bad : {"50", "50x", "x7", "0x7", "7x-1", "7x7x7", "axb"}) {
+    try {
+      parse_shape(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find(bad) != std::string::npos || what.find("ROWS") != std::string::npos ||
+                  what.find("COLS") != std::string::npos)
+          << what;
+    }
+  }
+}
+
 TEST(Cli, SweepCoversTheDocumentedRange) {
   const std::vector<int> cols = sweep_cols();
   ASSERT_FALSE(cols.empty());

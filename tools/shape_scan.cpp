@@ -64,11 +64,8 @@ std::vector<Shape> draw(uint64_t seed, int count) {
 }
 
 Shape parse_shape(const std::string& text) {
-  const size_t x = text.find('x');
-  if (x == std::string::npos)
-    throw softmax::UsageError("shape '" + text + "': expected ROWSxCOLS, e.g. 50x50001");
-  const Shape s{softmax::parse_int("ROWS", text.substr(0, x), 1),
-                softmax::parse_int("COLS", text.substr(x + 1), 1)};
+  const softmax::RowsCols rc = softmax::parse_shape(text);
+  const Shape s{rc.rows, rc.cols};
   if (int64_t(s.rows) * s.cols > (int64_t(1) << kMaxLog2Elements))
     throw softmax::UsageError("shape '" + text + "': more than 2^27 elements");
   return s;

@@ -92,12 +92,11 @@ Plan plan_of(const std::string& spec) {
   for (size_t at; (at = spec.find(':', from)) != std::string::npos; from = at + 1)
     f.push_back(spec.substr(from, at - from));
   f.push_back(spec.substr(from));
-  const size_t x = f[0].find('x');
-  if (f.size() < 2 || f.size() > 5 || x == std::string::npos)
+  if (f.size() < 2 || f.size() > 5)
     throw softmax::UsageError("a plan is ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]], not '" + spec +
                               "'");
-  return {softmax::parse_int("ROWS", f[0].substr(0, x).c_str(), 1),
-          softmax::parse_int("COLS", f[0].substr(x + 1).c_str(), 1), path_of(f[1]),
+  const softmax::RowsCols shape = softmax::parse_shape(f[0]);
+  return {shape.rows, shape.cols, path_of(f[1]),
           f.size() > 2 ? softmax::parse_int("K", f[2].c_str(), 0) : 0,
           f.size() > 3 ? softmax::parse_int("GROUPS", f[3].c_str(), 0) : 0,
           f.size() > 4 ? softmax::parse_int("THREADS", f[4].c_str(), 0) : 0};
