@@ -34,8 +34,9 @@
 // (**) only without clusters: on sm_90 these rows take (g).
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).
-// step07's paths with four changes (docs/notes/step08.md, changes 14, 15 and 17): (***); a warp
-// per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5; (a)
+// step07's paths with five changes (docs/notes/step08.md, changes 14, 15, 17 and 22): (***); a
+// warp per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5,
+// and a warp per aligned row at 2 slots a lane leaves it from 0.75 waves; (a)
 // and (b) on matrices of under 31 KB an SM take one row per group, no persistent grid; and (a')
 // takes unaligned rows of 2-16 floats too, one lane a row. Rows of one float take (a1), at any
 // number of rows (change 18: 0.95 of memcpy or more from 1000 to 67M rows in the first side run,
@@ -96,19 +97,24 @@ void with_packs(int64_t packs, F&& f) {
 }
 
 // Whether rows x cols makes enough waves of path (a)/(b) blocks with this mapping to leave the
-// persistent grid: 1.5; or 3 for a warp per row at 5-9 slots a lane, where the persistent grid
-// with the next row in flight measured up to 0.06 of memcpy faster than one row per group up to
-// about 3 waves (8192-16384 rows of 640-1152 floats), and at 8-9 slots 0.005-0.02 slower from
-// 3.4 waves on (docs/notes/step08.md, change 15; step07 keeps 1.5 throughout).
+// persistent grid: 1.5 (step07's rule); 3 for a warp per row at 5-9 slots a lane, where the
+// persistent grid with the next row in flight measured up to 0.06 of memcpy faster than one row
+// per group up to about 3 waves (8192-16384 rows of 640-1152 floats), and at 8-9 slots
+// 0.005-0.02 slower from 3.4 waves on (docs/notes/step08.md, change 15); 0.75 for a warp per
+// aligned row at 2 slots a lane, where one row per warp measured 0.5-4% faster from 0.80 to 1.3
+// waves (6800x256 to 11000x228), level at 0.76 and the persistent grid 1% faster at 0.73
+// (6144x256; change 22).
 template <int kGroup, int kPacks, bool kAligned>
 bool many_waves(int rows) {
-  constexpr int kHalfWaves = kGroup == kWarpSize && kPacks >= 5 ? 6 : 3;
+  constexpr int kTwentiethsOfWaves = kGroup == kWarpSize && kPacks >= 5              ? 60
+                                     : kGroup == kWarpSize && kPacks == 2 && kAligned ? 15
+                                                                                       : 30;
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
   const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
   const int64_t resident =
       int64_t(device_info().sms) * std::max(1, blocks_per_sm(one_row, kWarpThreads, 0));
-  return 2 * work_blocks >= kHalfWaves * resident;
+  return 20 * work_blocks >= kTwentiethsOfWaves * resident;
 }
 
 // (a) and (b). A matrix of many waves of blocks (many_waves) gets a block per group of rows, one

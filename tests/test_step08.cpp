@@ -180,6 +180,21 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
     }
 }
 
+// A warp per aligned row at 2 float4 a lane (path b, N = 225-256) on either side of change 22's
+// rule, one row per warp from 0.75 waves of blocks (on an H100: 6144 rows the persistent grid with
+// the next row in flight, 6400 and 8192 one row per warp), and an odd row count on each side.
+TEST_F(Step08Dispatch, WarpRowsEitherSideOfTheWaveRule) {
+  const Step* step = find_step("step08_cluster");
+  ASSERT_NE(step, nullptr);
+  for (const int rows : {6144, 6145, 6400, 8191, 8192})
+    for (const int cols : {256, 228})
+      for (InputKind kind : {InputKind::kNormal, InputKind::kMaxAtEnds}) {
+        const VerifyResult r = check_step(*step, rows, cols, kind, next_seed(), {0, 0});
+        EXPECT_TRUE(r.ok()) << rows << "x" << cols << " " << to_string(kind) << ": "
+                            << r.report();
+      }
+}
+
 // Without clusters (turned off here; absent before sm_90) every shape takes step07's paths.
 TEST_F(Step08Dispatch, WithoutClustersServesEveryShape) {
   const Step* step = find_step("step08_cluster");
