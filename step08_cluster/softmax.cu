@@ -36,7 +36,7 @@
 //       up to 288 slots).
 // step07's paths with five changes (docs/notes/step08.md, changes 14, 15, 17 and 22): (***); a
 // warp per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5,
-// and a warp per aligned row at 2 slots a lane leaves it from 0.75 waves; (a)
+// and a warp per aligned row of 57-64 slots leaves it from 0.75 waves; (a)
 // and (b) on matrices of under 31 KB an SM take one row per group, no persistent grid; and (a')
 // takes unaligned rows of 2-16 floats too, one lane a row. Rows of one float take (a1), at any
 // number of rows (change 18: 0.95 of memcpy or more from 1000 to 67M rows in the first side run,
@@ -101,20 +101,20 @@ void with_packs(int64_t packs, F&& f) {
 // persistent grid with the next row in flight measured up to 0.06 of memcpy faster than one row
 // per group up to about 3 waves (8192-16384 rows of 640-1152 floats), and at 8-9 slots
 // 0.005-0.02 slower from 3.4 waves on (docs/notes/step08.md, change 15); 0.75 for a warp per
-// aligned row at 2 slots a lane, where one row per warp measured 0.5-4% faster from 0.80 to 1.3
-// waves (6800x256 to 11000x228), level at 0.76 and the persistent grid 1% faster at 0.73
-// (6144x256; change 22).
+// aligned row of 57-64 slots (N = 228-256), where one row per warp measured 0.5-4% faster from
+// 0.80 to 1.3 waves (6800x256 to 11000x228), level at 0.76 and the persistent grid 1% faster at
+// 0.73 (6144x256); rows of 56 slots and fewer lost 0.5-2% with it (7000x168 to 6400x224), so
+// they keep 1.5 (change 22).
 template <int kGroup, int kPacks, bool kAligned>
-bool many_waves(int rows) {
-  constexpr int kTwentiethsOfWaves = kGroup == kWarpSize && kPacks >= 5              ? 60
-                                     : kGroup == kWarpSize && kPacks == 2 && kAligned ? 15
-                                                                                       : 30;
+bool many_waves(int rows, int cols) {
+  const bool early = kGroup == kWarpSize && kPacks == 2 && kAligned && cols >= 4 * 57;
+  const int twentieths_of_waves = kGroup == kWarpSize && kPacks >= 5 ? 60 : early ? 15 : 30;
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
   const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
   const int64_t resident =
       int64_t(device_info().sms) * std::max(1, blocks_per_sm(one_row, kWarpThreads, 0));
-  return 20 * work_blocks >= kTwentiethsOfWaves * resident;
+  return 20 * work_blocks >= twentieths_of_waves * resident;
 }
 
 // (a) and (b). A matrix of many waves of blocks (many_waves) gets a block per group of rows, one
@@ -129,7 +129,7 @@ void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t
   constexpr bool kNextInFlight = kPacks != 4 && kGroup == kWarpSize;
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
-  if (many_waves<kGroup, kPacks, kAligned>(rows) || latency_bound(rows, cols)) {
+  if (many_waves<kGroup, kPacks, kAligned>(rows, cols) || latency_bound(rows, cols)) {
     const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
     one_row<<<static_cast<unsigned>(work_blocks), kWarpThreads, 0, stream>>>(x, y, rows, cols);
     CUDA_CHECK_LAUNCH();
@@ -152,16 +152,16 @@ void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols
   if (slots <= 2) return launch_warp_rows<2, 1, kAligned>(x, y, rows, cols, stream);
   if (slots <= 4) return launch_warp_rows<4, 1, kAligned>(x, y, rows, cols, stream);
   if (slots <= 8) {
-    if (many_waves<8, 1, kAligned>(rows))
+    if (many_waves<8, 1, kAligned>(rows, cols))
       return launch_warp_rows<4, 2, kAligned>(x, y, rows, cols, stream);
     return launch_warp_rows<8, 1, kAligned>(x, y, rows, cols, stream);
   }
   if (slots <= 16) {
-    if (many_waves<16, 1, kAligned>(rows))
+    if (many_waves<16, 1, kAligned>(rows, cols))
       return launch_warp_rows<8, 2, kAligned>(x, y, rows, cols, stream);
     return launch_warp_rows<16, 1, kAligned>(x, y, rows, cols, stream);
   }
-  if (many_waves<32, 1, kAligned>(rows))
+  if (many_waves<32, 1, kAligned>(rows, cols))
     return launch_warp_rows<8, 4, kAligned>(x, y, rows, cols, stream);
   return launch_warp_rows<32, 1, kAligned>(x, y, rows, cols, stream);
 }

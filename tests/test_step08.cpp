@@ -180,14 +180,15 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
     }
 }
 
-// A warp per aligned row at 2 float4 a lane (path b, N = 225-256) on either side of change 22's
-// rule, one row per warp from 0.75 waves of blocks (on an H100: 6144 rows the persistent grid with
-// the next row in flight, 6400 and 8192 one row per warp), and an odd row count on each side.
+// A warp per aligned row of 57-64 slots (path b, N = 228-256) on either side of change 22's rule,
+// one row per warp from 0.75 waves of blocks (on an H100: 6144 rows the persistent grid with the
+// next row in flight, 6400 and 8192 one row per warp), an odd row count on each side, and rows of
+// 56 slots (N = 224), which keep the rule of 1.5 waves.
 TEST_F(Step08Dispatch, WarpRowsEitherSideOfTheWaveRule) {
   const Step* step = find_step("step08_cluster");
   ASSERT_NE(step, nullptr);
   for (const int rows : {6144, 6145, 6400, 8191, 8192})
-    for (const int cols : {256, 228})
+    for (const int cols : {256, 228, 224})
       for (InputKind kind : {InputKind::kNormal, InputKind::kMaxAtEnds}) {
         const VerifyResult r = check_step(*step, rows, cols, kind, next_seed(), {0, 0});
         EXPECT_TRUE(r.ok()) << rows << "x" << cols << " " << to_string(kind) << ": "
