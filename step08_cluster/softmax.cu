@@ -34,9 +34,10 @@
 // (**) only without clusters: on sm_90 these rows take (g).
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).
-// step07's paths with five changes (docs/notes/step08.md, changes 14, 15, 17 and 22): (***); a
-// warp per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5,
-// and a warp per aligned row of 57-64 slots leaves it from 0.75 waves; (a)
+// step07's paths with six changes (docs/notes/step08.md, changes 14, 15, 17, 22 and 23): (***);
+// a warp per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5,
+// a warp per aligned row of 57-64 slots leaves it from 0.75 waves, and at 4 slots a lane from 1
+// wave, where unaligned rows keep it with the next row in flight from 0.9 waves; (a)
 // and (b) on matrices of under 31 KB an SM take one row per group, no persistent grid; and (a')
 // takes unaligned rows of 2-16 floats too, one lane a row. Rows of one float take (a1), at any
 // number of rows (change 18: 0.95 of memcpy or more from 1000 to 67M rows in the first side run,
@@ -54,7 +55,8 @@
 //   tiles to fill the GPU (change 17: 0.95-1.00 of memcpy from 65536 rows, where (a) ran at
 //   0.86-0.93; fewer tiles, (a) is faster). (b) and the 32-lane groups
 //   of (a) keep the next row's loads in flight while they reduce the current one (change 13),
-//   except at 4 slots per lane (one wave measured faster); smaller groups measured better without
+//   except at 4 slots per lane (one wave measured faster; unaligned rows from 0.9 waves of blocks
+//   on have it, change 23); smaller groups measured better without
 //   (change 14). Matrices of 1.5 waves of blocks or more (many short rows) skip the persistent
 //   grid: one row per group, the hardware scheduler dealing out blocks, measured up to 6% faster
 //   there (65536x32 and 64 within 1%) and up to 5% slower on 4096-row matrices (change 16). (c)
@@ -96,6 +98,18 @@ void with_packs(int64_t packs, F&& f) {
   }
 }
 
+// How many waves of path (a)/(b) blocks rows x cols makes with this mapping, in twentieths: work
+// blocks of one row per group against the blocks of that kernel resident on the GPU.
+template <int kGroup, int kPacks, bool kAligned>
+int64_t twentieths_of_waves(int rows) {
+  constexpr int kRowsPerBlock = kWarpThreads / kGroup;
+  const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
+  const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
+  const int64_t resident =
+      int64_t(device_info().sms) * std::max(1, blocks_per_sm(one_row, kWarpThreads, 0));
+  return 20 * work_blocks / resident;
+}
+
 // Whether rows x cols makes enough waves of path (a)/(b) blocks with this mapping to leave the
 // persistent grid: 1.5 (step07's rule); 3 for a warp per row at 5-9 slots a lane, where the
 // persistent grid with the next row in flight measured up to 0.06 of memcpy faster than one row
@@ -104,17 +118,19 @@ void with_packs(int64_t packs, F&& f) {
 // aligned row of 57-64 slots (N = 228-256), where one row per warp measured 0.5-4% faster from
 // 0.80 to 1.3 waves (6800x256 to 11000x228), level at 0.76 and the persistent grid 1% faster at
 // 0.73 (6144x256); rows of 56 slots and fewer lost 0.5-2% with it (7000x168 to 6400x224), so
-// they keep 1.5 (change 22).
+// they keep 1.5 (change 22); 1 for a warp per aligned row at 4 slots a lane, where the
+// persistent grid runs two rounds of blocks: from 1.13 to 1.45 waves one row per warp measured
+// 2-3% faster at 400 floats, 0.4-1% at 448, and at 512 1.4% faster to 0.8% slower (7168-9216
+// rows), level at 0.97 (6144 rows; change 23).
 template <int kGroup, int kPacks, bool kAligned>
 bool many_waves(int rows, int cols) {
-  const bool early = kGroup == kWarpSize && kPacks == 2 && kAligned && cols >= 4 * 57;
-  const int twentieths_of_waves = kGroup == kWarpSize && kPacks >= 5 ? 60 : early ? 15 : 30;
-  constexpr int kRowsPerBlock = kWarpThreads / kGroup;
-  const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
-  const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
-  const int64_t resident =
-      int64_t(device_info().sms) * std::max(1, blocks_per_sm(one_row, kWarpThreads, 0));
-  return 20 * work_blocks >= twentieths_of_waves * resident;
+  constexpr bool kWarp = kGroup == kWarpSize;
+  const bool early = kWarp && kPacks == 2 && kAligned && cols >= 4 * 57;
+  const int threshold = kWarp && kPacks >= 5               ? 60
+                        : early                            ? 15
+                        : kWarp && kPacks == 4 && kAligned ? 20
+                                                           : 30;
+  return twentieths_of_waves<kGroup, kPacks, kAligned>(rows) >= threshold;
 }
 
 // (a) and (b). A matrix of many waves of blocks (many_waves) gets a block per group of rows, one
@@ -123,10 +139,14 @@ bool many_waves(int rows, int cols) {
 // (docs/notes/step08.md, change 17: on the H100 100x100 4.13 us against 4.58-4.61, 2048x256
 // 5.12-5.17 against 5.47; level at 8192x100, behind at 4096x256).
 // The rest a persistent grid where, for whole warps at every slot count but 4, the next row is
-// in flight (see the header).
+// in flight (see the header). At 4 slots a lane unaligned rows have it in flight too from 0.9
+// waves of blocks: 3-5% faster than without from 0.97 to 1.29 waves (6144-8192 rows of 450 and
+// 509 floats), mixed at 0.81 (5120 rows: 3% faster at 509, 1.5% slower at 450), 1-1.5% slower
+// at 0.65 (4096 rows; change 23).
 template <int kGroup, int kPacks, bool kAligned>
 void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
-  constexpr bool kNextInFlight = kPacks != 4 && kGroup == kWarpSize;
+  constexpr bool kWarp = kGroup == kWarpSize;
+  constexpr bool kNextInFlight = kPacks != 4 && kWarp;
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
   if (many_waves<kGroup, kPacks, kAligned>(rows, cols) || latency_bound(rows, cols)) {
@@ -134,6 +154,12 @@ void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t
     one_row<<<static_cast<unsigned>(work_blocks), kWarpThreads, 0, stream>>>(x, y, rows, cols);
     CUDA_CHECK_LAUNCH();
     return;
+  }
+  if constexpr (kWarp && kPacks == 4 && !kAligned) {
+    if (twentieths_of_waves<kGroup, kPacks, kAligned>(rows) >= 18) {
+      return launch_persistent(warp_rows_kernel<kGroup, kPacks, true, kAligned>, kWarpThreads, 0,
+                               work_blocks, x, y, rows, cols, stream, 2);
+    }
   }
   launch_persistent(warp_rows_kernel<kGroup, kPacks, kNextInFlight, kAligned>, kWarpThreads, 0,
                     work_blocks, x, y, rows, cols, stream, kNextInFlight ? 2 : 1);

@@ -196,6 +196,28 @@ TEST_F(Step08Dispatch, WarpRowsEitherSideOfTheWaveRule) {
       }
 }
 
+// A warp per row at 4 slots a lane (path b, N = 388-515) on either side of change 23's rules. On an
+// H100 (12 blocks of one row per warp an SM): aligned rows take one row per warp from one wave of
+// blocks (6333 rows and more) and the persistent grid below; unaligned rows, and aligned ones off
+// a 16-byte boundary, the persistent grid with the next row in flight from 0.9 waves (5701 rows)
+// to 1.5 (from 9501 rows one row per warp), and without it below.
+TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRules) {
+  const Step* step = find_step("step08_cluster");
+  ASSERT_NE(step, nullptr);
+  struct Case {
+    int rows, cols, offset;
+  };
+  for (const Case c : {Case{6332, 512, 0}, Case{6333, 400, 0}, Case{7168, 448, 0},
+                       Case{5700, 509, 0}, Case{5701, 450, 0}, Case{8191, 509, 0},
+                       Case{9502, 389, 0}, Case{6144, 448, 1}, Case{4096, 515, 2}})
+    for (InputKind kind : {InputKind::kNormal, InputKind::kMaxAtEnds}) {
+      const VerifyResult r =
+          check_step(*step, c.rows, c.cols, kind, next_seed(), {c.offset, c.offset});
+      EXPECT_TRUE(r.ok()) << c.rows << "x" << c.cols << " x+" << c.offset << " " << to_string(kind)
+                          << ": " << r.report();
+    }
+}
+
 // Without clusters (turned off here; absent before sm_90) every shape takes step07's paths.
 TEST_F(Step08Dispatch, WithoutClustersServesEveryShape) {
   const Step* step = find_step("step08_cluster");
