@@ -36,8 +36,8 @@
 //       up to 288 slots).
 // step07's paths with six changes (docs/notes/step08.md, changes 14, 15, 17, 22 and 23): (***);
 // a warp per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5,
-// a warp per aligned row of 57-64 slots leaves it from 0.75 waves, and at 4 slots a lane from 1
-// wave, where unaligned rows keep it with the next row in flight from 0.9 waves; (a)
+// a warp per aligned row of 57-64 slots leaves it from 0.75 waves, and a warp per unaligned row
+// of 4 slots a lane keeps the next row in flight from 0.9 waves; (a)
 // and (b) on matrices of under 31 KB an SM take one row per group, no persistent grid; and (a')
 // takes unaligned rows of 2-16 floats too, one lane a row. Rows of one float take (a1), at any
 // number of rows (change 18: 0.95 of memcpy or more from 1000 to 67M rows in the first side run,
@@ -118,18 +118,13 @@ int64_t twentieths_of_waves(int rows) {
 // aligned row of 57-64 slots (N = 228-256), where one row per warp measured 0.5-4% faster from
 // 0.80 to 1.3 waves (6800x256 to 11000x228), level at 0.76 and the persistent grid 1% faster at
 // 0.73 (6144x256); rows of 56 slots and fewer lost 0.5-2% with it (7000x168 to 6400x224), so
-// they keep 1.5 (change 22); 1 for a warp per aligned row at 4 slots a lane, where the
-// persistent grid runs two rounds of blocks: from 1.13 to 1.45 waves one row per warp measured
-// 2-3% faster at 400 floats, 0.4-1% at 448, and at 512 1.4% faster to 0.8% slower (7168-9216
-// rows), level at 0.97 (6144 rows; change 23).
+// they keep 1.5 (change 22). (Aligned rows of 4 slots a lane at 1 wave were tried and not kept:
+// 0.5-2% faster at 400-448 floats, 1-1.5% slower at 8192x512 and 9216x512; change 23.)
 template <int kGroup, int kPacks, bool kAligned>
 bool many_waves(int rows, int cols) {
   constexpr bool kWarp = kGroup == kWarpSize;
   const bool early = kWarp && kPacks == 2 && kAligned && cols >= 4 * 57;
-  const int threshold = kWarp && kPacks >= 5               ? 60
-                        : early                            ? 15
-                        : kWarp && kPacks == 4 && kAligned ? 20
-                                                           : 30;
+  const int threshold = kWarp && kPacks >= 5 ? 60 : early ? 15 : 30;
   return twentieths_of_waves<kGroup, kPacks, kAligned>(rows) >= threshold;
 }
 
@@ -140,7 +135,7 @@ bool many_waves(int rows, int cols) {
 // 5.12-5.17 against 5.47; level at 8192x100, behind at 4096x256).
 // The rest a persistent grid where, for whole warps at every slot count but 4, the next row is
 // in flight (see the header). At 4 slots a lane unaligned rows have it in flight too from 0.9
-// waves of blocks: 3-5% faster than without from 0.97 to 1.29 waves (6144-8192 rows of 450 and
+// waves of blocks: 2-5% faster than without from 0.97 to 1.29 waves (6144-8192 rows of 450 and
 // 509 floats), mixed at 0.81 (5120 rows: 3% faster at 509, 1.5% slower at 450), 1-1.5% slower
 // at 0.65 (4096 rows; change 23).
 template <int kGroup, int kPacks, bool kAligned>

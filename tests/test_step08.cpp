@@ -196,12 +196,13 @@ TEST_F(Step08Dispatch, WarpRowsEitherSideOfTheWaveRule) {
       }
 }
 
-// A warp per row at 4 slots a lane (path b, N = 388-515) on either side of change 23's rules. On an
-// H100 (12 blocks of one row per warp an SM): aligned rows take one row per warp from one wave of
-// blocks (6333 rows and more) and the persistent grid below; unaligned rows, and aligned ones off
-// a 16-byte boundary, the persistent grid with the next row in flight from 0.9 waves (5701 rows)
-// to 1.5 (from 9501 rows one row per warp), and without it below.
-TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRules) {
+// A warp per row at 4 slots a lane (path b, N = 388-515) on either side of change 23's rule. On an
+// H100 (12 blocks of one row per warp an SM): unaligned rows, and aligned ones off a 16-byte
+// boundary, take the persistent grid with the next row in flight from 0.9 waves of blocks (5701
+// rows) to 1.5 (from 9501 rows one row per warp), and without it below; aligned rows the
+// persistent grid without it below 1.5 waves (9501 rows), as step07 (both sides of one wave,
+// 6333 rows, where a rule tried for them was not kept).
+TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRule) {
   const Step* step = find_step("step08_cluster");
   ASSERT_NE(step, nullptr);
   struct Case {
