@@ -98,8 +98,9 @@ void with_packs(int64_t packs, F&& f) {
   }
 }
 
-// How many waves of path (a)/(b) blocks rows x cols makes with this mapping, in twentieths: work
-// blocks of one row per group against the blocks of that kernel resident on the GPU.
+// How many waves of path (a)/(b) blocks a matrix of `rows` rows makes with this mapping, in
+// twentieths: work blocks of one row per group against the blocks of that kernel resident on the
+// GPU (the row length enters through kPacks and kAligned).
 template <int kGroup, int kPacks, bool kAligned>
 int64_t twentieths_of_waves(int rows) {
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
