@@ -19,6 +19,7 @@ using KernelFn = void (*)(const float*, float*, int, int);
 struct DeviceInfo {
   int sms = 0;
   int64_t cache_slots = 0;  // the most slots path (d) holds in shared memory
+  double peak_bytes_per_ns = 0;  // DRAM's theoretical peak: 2 (DDR) * clock * bus width
 };
 
 // Looked up once per device. Path (d) may use all the opt-in shared memory (the default cap is
@@ -44,6 +45,10 @@ inline const DeviceInfo& device_info() {
                                   dynamic_bytes));
   // 8 slots fewer than fit: smem_block_kernel may start a row up to 8 slots in.
   info.cache_slots = dynamic_bytes / static_cast<int>(sizeof(float4)) - 8;
+  int clock_khz = 0, bus_bits = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+  info.peak_bytes_per_ns = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
   return info_by_device.emplace(device, info).first->second;
 }
 

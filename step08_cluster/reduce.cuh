@@ -70,6 +70,26 @@ __device__ __forceinline__ float group_all_reduce(float v) {
   return v;
 }
 
+// The warp's max in one instruction: redux.sync (sm_80 and later) reduces 32-bit integers only,
+// so each float goes through a map that keeps its order: non-negative floats compare as their
+// bits do; a negative one's bits, read as an int, order backwards, so they are flipped (all but
+// the sign). -inf maps below every finite value, +inf above it, and a NaN with the sign bit clear
+// above +inf (a max of NaN: the row's sum is NaN anyway, from its exp). Where fmaxf returns either
+// of -0 and +0, this returns +0; exp sees no difference.
+__device__ __forceinline__ int order_key(float f) {
+  const int bits = __float_as_int(f);
+  return bits >= 0 ? bits : bits ^ 0x7fffffff;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  int key;
+  asm("redux.sync.max.s32 %0, %1, 0xffffffff;" : "=r"(key) : "r"(order_key(v)));
+  return __int_as_float(key >= 0 ? key : key ^ 0x7fffffff);
+#else
+  return group_all_reduce<kWarpSize, true>(v);
+#endif
+}
+
 // The same butterfly for (max, sum) pairs, over the whole warp: for partials taken against
 // different maxima (the shared-memory and two-pass kernels).
 __device__ __forceinline__ void warp_reduce_pair(float& max_val, float& sum) {

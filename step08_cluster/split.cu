@@ -32,6 +32,8 @@ constexpr int kSlotsPerCta = kSplitThreads * 8;  // the most a part holds: 8 flo
 constexpr int64_t kRowsPerClusterForWaves = 8;
 // The most rows a group of (h) takes with TaggedExchange (make_split).
 constexpr int64_t kTaggedRounds = 4;
+// The most CTAs an SM the small clusters (CTAs of 128 threads) take a matrix at (plan_split).
+constexpr int64_t kSmallCtasPerSm = 8;
 
 // Calls f(std::integral_constant<int, P>) for the smallest P of 1, 2, 4, 8 with packs <= P.
 template <typename F>
@@ -103,15 +105,20 @@ int64_t groups_that_fit(const SplitPlan& plan) {
   with_split_packs(plan.packs, [&](auto p) {
     constexpr int P = decltype(p)::value;
     if (plan.path == Split::kCluster) {
-      const auto kernel = plan.threads == kSmallSplitThreads ? small_cluster_rows_kernel<P>
-                                                             : cluster_rows_kernel<P>;
-      prepare(kernel, P, plan.threads, true);
       SplitPlan one = plan;
       one.groups = 1;
       cudaLaunchAttribute attr;
       const cudaLaunchConfig_t cfg = config(one, 0, &attr);
       int clusters = 0;
-      CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+      const auto count = [&](auto kernel) {
+        prepare(kernel, P, plan.threads, true);
+        CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+      };
+      if (plan.threads == kSmallSplitThreads) {
+        count(small_cluster_rows_kernel<P, false, false>);  // the others take the same
+      } else {
+        count(cluster_rows_kernel<P>);
+      }
       fit = clusters;
     } else {
       const auto resident = [&](auto kernel, int threads) {
@@ -171,6 +178,9 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
       !(threads == kSmallSplitThreads && path == Split::kCluster))
     refuse("CTAs of " + std::to_string(threads) +
            " threads (the sizes built: 512, 1024 for the held path, 128 for clusters)");
+  if (threads == kSmallSplitThreads && parts > kSmallMaxParts)
+    refuse("clusters of CTAs of 128 threads hold at most " + std::to_string(kSmallMaxParts) +
+           " (one warp's pair a lane)");
   if (!clusters_usable()) refuse("thread block clusters are not in use on this device");
   SplitPlan plan;
   plan.path = path;
@@ -203,6 +213,19 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   // partner outside itself, so waiting for room is safe.
   if (path == Split::kCluster && rows >= kRowsPerClusterForWaves * fit)
     plan.groups = (rows + 1) / 2;
+  // Small clusters, all resident, more CTAs than SMs: the clusters past one CTA an SM (at most
+  // half of them) wait before their loads for the time the GPU's peak DRAM bandwidth takes to
+  // bring one part to every SM. Loaded all at once, every row's last bytes land near the end of
+  // the whole matrix's, and every row's exchange and stores come after that; staggered, the first
+  // rows are exchanged and stored while the rest stream in (change 24).
+  if (path == Split::kCluster && threads == kSmallSplitThreads && plan.groups <= fit) {
+    const int64_t sms = device_info().sms, extra = plan.groups * parts - sms;
+    if (extra > 0) {
+      plan.stagger_from = plan.groups - std::min(plan.groups / 2, (extra + parts - 1) / parts);
+      const double part_bytes = double(plan.chunk) * sizeof(float4);
+      plan.stagger_ns = static_cast<unsigned>(part_bytes * sms / device_info().peak_bytes_per_ns);
+    }
+  }
   return plan;
 }
 
@@ -248,9 +271,9 @@ SplitPlan plan_split(int rows, int cols) {
   // (K = 5) were level with step07 or behind it (52x10000 1.20 against 1.28), and at 2K slots
   // and fewer (32x8192 +0.03, 64x8192 and 4096 columns level or behind): not taken
   // (docs/notes/step08.md, changes 18 and 19).
-  if (slots > 2560 && slots <= 8 * 1024) {
+  if (slots > 1024 && slots <= 8 * 1024) {
     const int64_t k = std::min<int64_t>(8, (slots + 511) / 512);
-    if (rows * k <= int64_t(device_info().sms) * 2) {
+    if (rows * k <= kSmallCtasPerSm * device_info().sms) {
       const SplitPlan small =
           make_split(Split::kCluster, static_cast<int>(k), rows, cols, kSmallSplitThreads);
       if (small.groups >= rows) return small;
@@ -323,10 +346,21 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
   with_split_packs(plan.packs, [&](auto p) {
     constexpr int P = decltype(p)::value;
     if (plan.path == Split::kCluster) {
-      const auto kernel = plan.threads == kSmallSplitThreads ? small_cluster_rows_kernel<P>
-                                                             : cluster_rows_kernel<P>;
-      prepare(kernel, P, plan.threads, true);
-      CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.chunk));
+      if (plan.threads == kSmallSplitThreads) {
+        const auto ux = reinterpret_cast<uintptr_t>(x), uy = reinterpret_cast<uintptr_t>(y);
+        const bool aligned = ux % 16 == 0 && uy % 16 == 0 && cols % 4 == 0;
+        const bool exact = aligned && plan.chunk == P * kSmallSplitThreads &&
+                           int64_t(plan.parts) * plan.chunk == cols / 4;
+        const auto kernel = exact     ? small_cluster_rows_kernel<P, true, true>
+                            : aligned ? small_cluster_rows_kernel<P, true, false>
+                                      : small_cluster_rows_kernel<P, false, false>;
+        prepare(kernel, P, plan.threads, true);
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.chunk,
+                                      plan.stagger_from, plan.stagger_ns));
+      } else {
+        prepare(cluster_rows_kernel<P>, P, plan.threads, true);
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_rows_kernel<P>, x, y, rows, cols, plan.chunk));
+      }
       CUDA_CHECK_LAUNCH();
       return;
     }
@@ -386,7 +420,10 @@ std::string describe(const SplitPlan& plan) {
   return std::string(name) + " K=" + std::to_string(plan.parts) +
          " P=" + std::to_string(plan.packs) + " groups=" + std::to_string(plan.groups) +
          (plan.threads == kSplitThreads ? "" : " T=" + std::to_string(plan.threads)) +
-         (plan.path == Split::kGrid && plan.tagged ? " tagged" : "");
+         (plan.path == Split::kGrid && plan.tagged ? " tagged" : "") +
+         (plan.stagger_ns != 0 ? " stagger=" + std::to_string(plan.groups - plan.stagger_from) +
+                                     "@" + std::to_string(plan.stagger_ns) + "ns"
+                               : "");
 }
 
 }  // namespace step08_cluster

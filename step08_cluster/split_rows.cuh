@@ -66,14 +66,16 @@ struct Part {
 };
 
 // The part of row `row` this CTA holds: its slots (count <= chunk, may be 0) and edges.
-struct PartRow {
-  RowSplit<4> r;
+template <bool kAligned = false>
+struct PartRowOf {
+  RowSplit<4, kAligned> r;
   int count;
-  __device__ __forceinline__ PartRow(int lead, int64_t row, int cols, const Part& p, int chunk)
+  __device__ __forceinline__ PartRowOf(int lead, int64_t row, int cols, const Part& p, int chunk)
       : r(lead, row, cols) {
     count = max(0, min(chunk, r.body - p.first));
   }
 };
+using PartRow = PartRowOf<false>;
 
 // A 16-byte asynchronous copy from global memory to shared memory (cp.async.cg: through L2 only),
 // to a shared-memory address (the 32-bit kind __cvta_generic_to_shared gives), issued only where
@@ -510,21 +512,92 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 
 // (g) in CTAs of 128 threads, for small matrices of few rows of 2561-8192 slots (10K-32K floats):
 // a cluster of K = 6..8 CTAs per row, each part straight into registers (plain loads, no stage),
-// then the part's pair, the exchange of (g) and the store. One row per cluster, every cluster
-// launched at once (the loop makes any grid correct). On such a matrix the launch is a chain of
-// latencies (docs/notes/step08.md, change 18): path (c), one block of 256 a row, leaves most SMs
-// idle, and (g)'s CTAs of 512 lost 0.08-0.11 of memcpy to those of 128 with the exchange, 0.01-0.03
-// without it (cause not isolated; 32x16384 0.65-0.66 in clusters of 4 of 512, 0.74-0.80 in
-// clusters of 8 of 128, path c 0.70-0.73).
+// then each warp's pair, the exchange of the warps' pairs and the store. One row per cluster,
+// every cluster launched at once (the loop makes any grid correct). On such a matrix the launch
+// is a chain of latencies (docs/notes/step08.md, change 18): path (c), one block of 256 a row,
+// leaves most SMs idle, and (g)'s CTAs of 512 lost 0.08-0.11 of memcpy to those of 128 (32x16384
+// 0.65-0.66 in clusters of 4 of 512, 0.74-0.80 in clusters of 8 of 128, path c 0.70-0.73).
 constexpr int kSmallSplitThreads = 128;
+constexpr int kSmallSplitWarps = kSmallSplitThreads / kWarpSize;
+constexpr int kSmallMaxParts = kWarpSize / kSmallSplitWarps;  // one pair a lane: K * 4 <= 32
 
-template <int kPacks>
+// The exchange of the small clusters: no block reduction. Every warp takes its own pair (its max
+// by warp_max, exps against it, the sum by a butterfly) and sends it with st.async to all K CTAs
+// of the cluster, into slot (CTA rank * 4 + warp) of the row's set; each CTA's barrier expects K*4
+// pairs. After the wait, lane l of every warp reads pair l: the row's max by warp_max, one exp
+// (rescale) and a butterfly for the sum. A CTA's pair in the exchange of (g) came out of a block
+// reduction (a butterfly of pair merges, shared memory, a __syncthreads, a second butterfly)
+// before it could be sent: 32x16384 ran at 0.77 of memcpy with it, 0.84-0.85 without it, in the
+// same rounds (change 24).
+//   Two sets by row parity, as in ClusterExchange: a warp sends row i+2's pair into the set that
+// holds row i's only after its CTA has received all K*4 pairs of row i+1, and every warp sends its
+// row i+1 pair only after it has read row i's set, so every reader of row i's set is done.
+struct WarpExchange {
+  struct Area {
+    float2 pairs[2][kWarpSize];
+    unsigned long long arrived[2];
+  };
+
+  // `max_val` and `sum`: the warp's pair (every lane holds it); they come back as the row's.
+  __device__ __forceinline__ static void run(const Part& p, int64_t use, Area& area,
+                                             float& max_val, float& sum) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const int set = static_cast<int>(use & 1);
+    const uint32_t phase = static_cast<uint32_t>((use >> 1) & 1);
+    const uint32_t barrier = shared_at(&area.arrived[set]);
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    const int pairs = p.parts * kSmallSplitWarps;
+    if (threadIdx.x == 0)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier),
+                   "r"(pairs * int(sizeof(float2)))
+                   : "memory");
+    if (lane < p.parts)  // lane k sends the warp's pair to CTA k
+      asm volatile(
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(
+              in_cta(shared_at(&area.pairs[set][p.index * kSmallSplitWarps + warp]), lane)),
+          "f"(max_val), "f"(sum), "r"(in_cta(barrier, lane))
+          : "memory");
+    wait_parity(barrier, phase);
+    const float2 pair = lane < pairs ? area.pairs[set][lane] : make_float2(-INFINITY, 0.f);
+    max_val = warp_max(pair.x);
+    sum = group_all_reduce<kWarpSize, false>(pair.y * rescale(pair.x, max_val));
+#else
+    __trap();  // launched only on sm_90 and later (the launcher checks)
+#endif
+  }
+};
+
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+#endif
+}
+
+// Spins until `ns` nanoseconds have passed on the GPU's global timer (it ticks every 32 ns on an
+// H100), from when it is called.
+__device__ __forceinline__ void spin_for(unsigned ns) {
+  unsigned long long now, until;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  until = now + ns;
+  while (now < until) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+}
+
+// Stagger: clusters from group `stagger_from` on start their first row's loads `stagger_ns`
+// nanoseconds after they start (stagger_ns 0: none; split.cu says which and how long).
+// kAligned: every row starts on a 16-byte boundary (x aligned, N % 4 == 0): no head, no tail.
+// kExact: aligned, and every part is exactly kPacks * 128 slots (N = K * kPacks * 512): thread t
+// takes slots t + j * 128, with no bounds to check, through the read-only data path (ld.global.nc).
+template <int kPacks, bool kAligned, bool kExact>
 __global__ void __launch_bounds__(kSmallSplitThreads)
     small_cluster_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows,
-                              int cols, int chunk) {
+                              int cols, int chunk, int64_t stagger_from, unsigned stagger_ns) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ float2 warp_pairs[2][kSmallSplitThreads / kWarpSize];
-  __shared__ ExchangeArea area;
+  __shared__ WarpExchange::Area area;
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   const int k = static_cast<int>(cluster.block_rank());
@@ -532,43 +605,74 @@ __global__ void __launch_bounds__(kSmallSplitThreads)
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
   const int lead = lead_of(x);  // y's is the same (the launcher checks)
   const int tid = threadIdx.x;
+  // The barriers' set-up made visible to the cluster (fence.mbarrier_init), then the first half of
+  // a relaxed cluster barrier; its wait comes after the first row's loads are issued.
+  if (tid == 0) {
+    for (int i = 0; i < 2; ++i)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_at(&area.arrived[i]))
+                   : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  cluster_arrive_relaxed();
+  if (stagger_ns != 0 && p.group >= stagger_from) spin_for(stagger_ns);
   int64_t use = 0;  // rows this CTA has taken
   for (int64_t row = p.group; row < rows; row += p.groups, ++use) {
-    const PartRow pr(lead, row, cols, p, chunk);
+    const PartRowOf<kAligned> pr(lead, row, cols, p, chunk);
     const float4* in = pr.r.body_of(x) + p.first;
     const int in_line = slot_in_line(in);
     float v[kPacks][4], edge[1] = {-INFINITY};
 #pragma unroll
     for (int j = 0; j < kPacks; ++j) {
-      const int s = lined_slot<kPacks, kSmallSplitThreads>(tid, j, in_line);
-      load_item(in + s, s < pr.count, v[j]);
+      if constexpr (kExact) {
+        const float4 c = __ldg(in + tid + j * kSmallSplitThreads);
+        v[j][0] = c.x, v[j][1] = c.y, v[j][2] = c.z, v[j][3] = c.w;
+      } else {
+        const int s = lined_slot<kPacks, kSmallSplitThreads>(tid, j, in_line);
+        load_item(in + s, s < pr.count, v[j]);
+      }
     }
-    if (p.index == 0 && tid < pr.r.head) edge[0] = x[pr.r.start + tid];
-    if (p.index == p.parts - 1 && tid < pr.r.tail) edge[0] = x[pr.r.start + pr.r.tail_at + tid];
-    // The exchange's barriers are set up while the first row's loads are on their way.
-    if (use == 0) ClusterExchange::init(area);
+    if constexpr (!kAligned) {
+      if (p.index == 0 && tid < pr.r.head) edge[0] = x[pr.r.start + tid];
+      if (p.index == p.parts - 1 && tid < pr.r.tail) edge[0] = x[pr.r.start + pr.r.tail_at + tid];
+    }
 
-    // As split_rows: the thread's pair against its own max, the CTA's, the row's.
-    const float thread_max = fmaxf(max_of(v), edge[0]);
-    const float base = thread_max == -INFINITY ? 0.f : thread_max;
-    float sum = exp_in_place(v, base) + exp_in_place(edge, base);
-    float max_val = thread_max;
-    block_reduce_pair<kSmallSplitThreads>(max_val, sum, warp_pairs[use & 1]);
-    float row_max = max_val, row_sum = sum;
-    ClusterExchange::run(p, use, area, row_max, row_sum);
+    // The warp's pair: its max, exps against it (against 0 where the warp saw only -inf), its sum.
+    const float warp_top = warp_max(kAligned ? max_of(v) : fmaxf(max_of(v), edge[0]));
+    const float base = warp_top == -INFINITY ? 0.f : warp_top;
+    float row_sum = exp_in_place(v, base);
+    if constexpr (!kAligned) row_sum += exp_in_place(edge, base);
+    row_sum = group_all_reduce<kWarpSize, false>(row_sum);
+    float row_max = warp_top;
+    // No pair is sent before every CTA of the cluster has set up its barriers.
+    if (use == 0) cluster_wait();
+    WarpExchange::run(p, use, area, row_max, row_sum);
+    // The last row's pairs have all landed here: the exit barrier's arrival, before the stores.
+    if (row + p.groups >= rows) cluster_arrive_relaxed();
 
-    const float factor = part_factor(thread_max, row_max, row_sum);
-    store_part<kPacks, kSmallSplitThreads>(pr.r.body_of(y) + p.first, v, factor, in_line,
-                                           pr.count);
-    if (p.index == 0 && tid < pr.r.head) y[pr.r.start + tid] = edge[0] * factor;
-    if (p.index == p.parts - 1 && tid < pr.r.tail)
-      y[pr.r.start + pr.r.tail_at + tid] = edge[0] * factor;
+    const float factor = part_factor(warp_top, row_max, row_sum);
+    if constexpr (kExact) {
+      float4* out = pr.r.body_of(y) + p.first;
+#pragma unroll
+      for (int j = 0; j < kPacks; ++j)
+        out[tid + j * kSmallSplitThreads] = make_float4(v[j][0] * factor, v[j][1] * factor,
+                                                        v[j][2] * factor, v[j][3] * factor);
+    } else {
+      store_part<kPacks, kSmallSplitThreads>(pr.r.body_of(y) + p.first, v, factor, in_line,
+                                             pr.count);
+    }
+    if constexpr (!kAligned) {
+      if (p.index == 0 && tid < pr.r.head) y[pr.r.start + tid] = edge[0] * factor;
+      if (p.index == p.parts - 1 && tid < pr.r.tail)
+        y[pr.r.start + pr.r.tail_at + tid] = edge[0] * factor;
+    }
   }
-  // A cluster with no row (more clusters than rows) passes the set-up's barrier too, so that
-  // every CTA of a cluster passes the same barriers; then none leaves while another may still
-  // store into its shared memory.
-  if (use == 0) ClusterExchange::init(area);
-  cluster_barrier_relaxed();
+  // A cluster with no row (more clusters than rows) passes the same barriers: the set-up's wait
+  // and the exit's arrival. No CTA leaves while another may still store into its shared memory.
+  if (use == 0) {
+    cluster_wait();
+    cluster_arrive_relaxed();
+  }
+  cluster_wait();
 #else
   __trap();  // launched only on sm_90 and later (the launcher checks)
 #endif

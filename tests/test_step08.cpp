@@ -102,6 +102,15 @@ std::vector<Case> cases() {
       out.push_back({Split::kCluster, 5, 12, 5 * 512 * packs - 4 + r, r == 0 ? 0 : 3,
                      r == 0 ? 0 : 3, 128});
   out.push_back({Split::kCluster, 8, 6000, 8 * 512 + 1, 2, 2, 128});
+  out.push_back({Split::kCluster, 6, 3000, 6 * 512 * 2, 0, 0, 128});  // aligned rows, the same
+  // Parts of exactly 128 threads' float4 (N = K * 512 * packs, aligned): no bounds checked.
+  for (int packs : {1, 2, 4, 8})
+    out.push_back({Split::kCluster, 4, 12, 4 * 512 * packs, 0, 0, 128});
+  out.push_back({Split::kCluster, 8, 3000, 8 * 512 * 2, 0, 0, 128});
+  // More CTAs than SMs in one round: the last clusters start late (the stagger), aligned rows and
+  // not.
+  out.push_back({Split::kCluster, 8, 32, 16384, 0, 0, 128});
+  out.push_back({Split::kCluster, 8, 60, 16387, 1, 1, 128});
   out.push_back({Split::kCluster, 8, 12, 21, 3, 3, 128});
   // Parts that get no body slots at all (a row shorter than K slots): only the edges matter.
   out.push_back({Split::kCluster, 8, 12, 21, 1, 1});
@@ -288,25 +297,34 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(4096, 32771).parts, 2);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).parts, 8);
-  // Small matrices of few rows of 2561-8192 slots: clusters of 6-8 CTAs of 128 threads, one row
-  // each, where that is at most two CTAs an SM (32x16384 on 128 SMs or more); not at 2560 slots
-  // and fewer (10243 columns), where clusters of 5 were level with step07 or behind.
-  if (32 * 8 <= 2 * dev.sm_count) {
+  // Small matrices of few rows of 1025-8192 slots: clusters of 3-8 CTAs of 128 threads, one row
+  // each, all in one round and at most 8 CTAs an SM; not at 1024 slots and fewer, and not where
+  // that would be more than 8 CTAs an SM. With more CTAs than SMs, the clusters past one CTA an SM
+  // (at most half) start late; with fewer, none.
+  if (32 * 8 <= 8 * dev.sm_count) {
     const SplitPlan small = step08_cluster::plan_split(32, 16384);
     EXPECT_EQ(small.path, Split::kCluster);
     EXPECT_EQ(small.threads, 128);
     EXPECT_EQ(small.parts, 8);
     EXPECT_EQ(small.groups, 32);
+    if (32 * 8 > dev.sm_count) {
+      EXPECT_GT(small.stagger_ns, 0u);
+      EXPECT_EQ(small.groups - small.stagger_from,
+                std::min<int64_t>(16, (32 * 8 - dev.sm_count + 7) / 8));
+    }
   }
-  if (8 * 6 <= 2 * dev.sm_count) {
+  if (16 * 8 <= dev.sm_count) EXPECT_EQ(step08_cluster::plan_split(16, 16384).stagger_ns, 0u);
+  if (8 * 6 <= 8 * dev.sm_count) {
     const SplitPlan six = step08_cluster::plan_split(8, 10244);  // 2561 slots
     EXPECT_EQ(six.path, Split::kCluster);
     EXPECT_EQ(six.threads, 128);
     EXPECT_EQ(six.parts, 6);
+    EXPECT_EQ(step08_cluster::plan_split(8, 10243).parts, 5);  // 2560 slots
+    EXPECT_EQ(step08_cluster::plan_split(32, 8192).parts, 4);
+    EXPECT_EQ(step08_cluster::plan_split(8, 4100).parts, 3);   // 1025 slots
   }
-  EXPECT_EQ(step08_cluster::plan_split(8, 10243).path, Split::kNone);  // 2560 slots
-  EXPECT_EQ(step08_cluster::plan_split(32, 8192).path, Split::kNone);
-  EXPECT_EQ(step08_cluster::plan_split(2 * dev.sm_count, 16384).path, Split::kNone);
+  EXPECT_EQ(step08_cluster::plan_split(8, 4099).path, Split::kNone);  // 1024 slots
+  EXPECT_EQ(step08_cluster::plan_split(dev.sm_count + 1, 16384).path, Split::kNone);
   // Every row in one round wherever a grid group of the fewest CTAs that hold a row takes them
   // in one (on an H100, all of these): few rows that the widest clusters would take in two
   // rounds (40x60001: clusters of 5, not 6), and rows just past one round of clusters of the
@@ -383,6 +401,9 @@ TEST_F(Step08Dispatch, RefusesSplitsThatCannotRun) {
   EXPECT_THROW(step08_cluster::make_split(Split::kCluster, 2, 4, 2 * 4096 + 4, 128),
                std::invalid_argument);  // 8 float4 a thread at most, 128 threads
   EXPECT_NO_THROW(step08_cluster::make_split(Split::kCluster, 2, 4, 2 * 4096, 128));
+  EXPECT_THROW(step08_cluster::make_split(Split::kCluster, 9, 4, 9 * 1024, 128),
+               std::invalid_argument);  // one warp's pair a lane: 8 CTAs of 128 at most
+  EXPECT_NO_THROW(step08_cluster::make_split(Split::kCluster, 8, 4, 8 * 1024, 128));
   EXPECT_THROW(step08_cluster::make_split(Split::kGrid, 4, 4, 100000, 256),
                std::invalid_argument);
 }
