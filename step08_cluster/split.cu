@@ -271,9 +271,11 @@ SplitPlan plan_split(int rows, int cols) {
   // (K = 5) were level with step07 or behind it (52x10000 1.20 against 1.28), and at 2K slots
   // and fewer (32x8192 +0.03, 64x8192 and 4096 columns level or behind): not taken
   // (docs/notes/step08.md, changes 18 and 19).
-  if (slots > 1024 && slots <= 8 * 1024) {
-    const int64_t k = std::min<int64_t>(8, (slots + 511) / 512);
-    if (rows * k <= kSmallCtasPerSm * device_info().sms) {
+  if (slots >= 2048 && slots <= 8 * 1024) {
+    // The widest clusters, from at most 4 float4 a thread down to 8, that take every row in one
+    // round at no more than kSmallCtasPerSm CTAs an SM.
+    for (int64_t k = std::min<int64_t>(8, (slots + 511) / 512); k >= (slots + 1023) / 1024; --k) {
+      if (rows * k > kSmallCtasPerSm * device_info().sms) continue;
       const SplitPlan small =
           make_split(Split::kCluster, static_cast<int>(k), rows, cols, kSmallSplitThreads);
       if (small.groups >= rows) return small;

@@ -297,9 +297,9 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(4096, 32771).parts, 2);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).parts, 8);
-  // Small matrices of few rows of 1025-8192 slots: clusters of 3-8 CTAs of 128 threads, one row
-  // each, all in one round and at most 8 CTAs an SM; not at 1024 slots and fewer, and not where
-  // that would be more than 8 CTAs an SM. With more CTAs than SMs, the clusters past one CTA an SM
+  // Small matrices of few rows of 2048-8192 slots: clusters of 2-8 CTAs of 128 threads, one row
+  // each, all in one round and at most 8 CTAs an SM; not at 2047 slots and fewer, and not where
+  // even the narrowest clusters (8 float4 a thread) would be more than 8 CTAs an SM. With more CTAs than SMs, the clusters past one CTA an SM
   // (at most half) start late; with fewer, none.
   if (32 * 8 <= 8 * dev.sm_count) {
     const SplitPlan small = step08_cluster::plan_split(32, 16384);
@@ -321,10 +321,10 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
     EXPECT_EQ(six.parts, 6);
     EXPECT_EQ(step08_cluster::plan_split(8, 10243).parts, 5);  // 2560 slots
     EXPECT_EQ(step08_cluster::plan_split(32, 8192).parts, 4);
-    EXPECT_EQ(step08_cluster::plan_split(8, 4100).parts, 3);   // 1025 slots
+    EXPECT_EQ(step08_cluster::plan_split(8, 8192).parts, 4);  // 2048 slots
   }
-  EXPECT_EQ(step08_cluster::plan_split(8, 4099).path, Split::kNone);  // 1024 slots
-  EXPECT_EQ(step08_cluster::plan_split(dev.sm_count + 1, 16384).path, Split::kNone);
+  EXPECT_EQ(step08_cluster::plan_split(8, 8191).path, Split::kNone);  // 2047 slots
+  EXPECT_EQ(step08_cluster::plan_split(2 * dev.sm_count + 1, 16384).path, Split::kNone);
   // Every row in one round wherever a grid group of the fewest CTAs that hold a row takes them
   // in one (on an H100, all of these): few rows that the widest clusters would take in two
   // rounds (40x60001: clusters of 5, not 6), and rows just past one round of clusters of the

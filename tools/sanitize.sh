@@ -71,7 +71,10 @@ step07_paths() {
 # its clusters of CTAs of 128 threads for small matrices of few rows: 32x16384, 16x20000 and
 # 33x20001 above, 1x12729 and 8x32771 (8 float4 a thread). Change 21's exchange of tagged words
 # runs in (i) and in (h) up to four rows a group (2x1048579, 8x262147, 20x524288, 16x262147);
-# 61x278531 keeps the counter, (h) in groups of 17 over five rounds.
+# 61x278531 keeps the counter, (h) in groups of 17 over five rounds. Change 24's small clusters
+# with every warp's pair exchanged: parts of exactly 128 threads' float4 with the late clusters
+# staggered (32x16384, 64x32768), aligned rows in clusters of 3 (260x8192), rows off their
+# boundary, staggered (96x16387, 256x8192 and 32x16384 above).
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -85,7 +88,8 @@ step08_paths() {
     "$s:1100x20003+1+1" "$s:50x50001+1+1" "$s:16x262147+2+2" "$s:140x20001+1+1" \
     "$s:2200000x1" "$s:262147x1+1+1" "$s:5x1+3+3" "$s:2200000x3+2+2" "$s:400000x7+1+1" \
     "$s:400000x16+1+1" "$s:100x100" "$s:6000x1155+1+1" "$s:10000x131" "$s:1x12729+3+3" \
-    "$s:8x32771+1+1" "$s:61x278531+1+1" \
+    "$s:8x32771+1+1" "$s:61x278531+1+1" "$s:32x16384" "$s:64x32768" "$s:260x8192" \
+    "$s:96x16387+1+1" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
