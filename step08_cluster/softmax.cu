@@ -29,8 +29,9 @@
 // | (e)  | longer        |            | a block per row, read twice              | long_rows.cuh  |
 // | (f)  | x, y not aligned alike     | (e) with 4-byte accesses                 | long_rows.cuh  |
 // (*) with rows for a round of clusters; fewer rows of at most 8 CTAs' worth take clusters of up
-//     to 8, and fewer rows of more take (h). Small matrices of few rows of B = 2561..8192 take
-//     clusters of 6-8 CTAs of 128 threads, one row each (changes 18 and 19).
+//     to 8, and fewer rows of more take (h). Matrices of B = 2048..8192 whose rows all fit in
+//     one round of clusters of 2-8 CTAs of 128 threads, at most 8 CTAs an SM, take those, one
+//     row each (changes 18, 19 and 24).
 // (**) only without clusters: on sm_90 these rows take (g).
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).

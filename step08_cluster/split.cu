@@ -233,7 +233,8 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 // to 5):
 //  - rows of up to 16K floats stay on step07's paths: split over 2-4 CTAs of 512, 32x16384 and
 //    128x4096 ran at 0.45-0.73 of memcpy against path (c)'s 0.70-0.72 and 0.88-0.89; except, on
-//    a small matrix of few rows of 8K-32K floats, clusters of CTAs of 128 threads (change 18);
+//    a matrix of rows of 8K-32K floats that fit in one round, clusters of CTAs of 128 threads
+//    (changes 18 and 24);
 //  - longer rows: a cluster of K = 2..16 CTAs (8 float4 a thread) when there are rows for at
 //    least one round of clusters: 2048x65536 0.95, 512x262144 (K = 16) 0.95 against a grid
 //    group's 0.91, 64x262144 0.91 against 0.86 (synccheck reports "Missing wait" on clusters of 12
@@ -262,15 +263,17 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 SplitPlan plan_split(int rows, int cols) {
   if (!clusters_usable()) return {};
   const int64_t slots = cols / 4;
-  // A small matrix of few rows of 2561-8192 slots: clusters of CTAs of 128 threads, at most 512
-  // slots each (K = 6..8), K = 8 with up to 1024 (8 float4 a thread) past 4K slots; at most two
-  // CTAs an SM. In the same rounds as the library before (path c up to 16K floats, clusters of
-  // 512 past it): 1x16384 0.77 of memcpy against 0.64, 16x16384 0.78 against 0.64, 32x16384 0.80
-  // against 0.70, 8x32768 0.75 against 0.65, 33x20001 1.16-1.19 against 1.08-1.09 (clusters of
-  // 3 of 512); at 64x16384 (8 CTAs a row would be four an SM) level. Rows of 2049-2560 slots
-  // (K = 5) were level with step07 or behind it (52x10000 1.20 against 1.28), and at 2K slots
-  // and fewer (32x8192 +0.03, 64x8192 and 4096 columns level or behind): not taken
-  // (docs/notes/step08.md, changes 18 and 19).
+  // Rows of 2048-8192 slots (8K-32K floats) that fit in one round: clusters of CTAs of 128
+  // threads, one row each, every warp's pair exchanged (change 24). First taken on small matrices
+  // of few rows at most two CTAs an SM (change 18: 32x16384 0.80 of memcpy against path c's
+  // 0.70, 1x16384 0.77 against 0.64, 8x32768 0.75 against 0.65 in clusters of 512). With the
+  // warps' pairs exchanged and the late clusters staggered, they were ahead of step07 at every
+  // shape measured where every row fits in one round, up to 8 CTAs an SM: 64x16384 0.86-0.89 against 0.77-0.81,
+  // 128x16384 0.92-0.93 against 0.82 (clusters of 7), 260x8192 0.93-0.94 against 0.91 (of 3),
+  // 170x12000 1.29-1.32 against 1.14-1.15, 64x32768 0.88-0.90 against 0.67-0.70, 16x8192
+  // 0.82-0.83 against 0.75-0.76. Below 2048 slots they went both ways (64x5000 1.30-1.35 against
+  // 1.34-1.40, 77x7001 1.35 against 1.37, 176x6000 1.28-1.34 against 1.22-1.30): not taken
+  // (docs/notes/step08.md, change 24; results/step08_change24_h100.txt).
   if (slots >= 2048 && slots <= 8 * 1024) {
     // The widest clusters, from at most 4 float4 a thread down to 8, that take every row in one
     // round at no more than kSmallCtasPerSm CTAs an SM.

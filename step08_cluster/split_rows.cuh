@@ -510,13 +510,18 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 #endif
 }
 
-// (g) in CTAs of 128 threads, for small matrices of few rows of 2561-8192 slots (10K-32K floats):
-// a cluster of K = 6..8 CTAs per row, each part straight into registers (plain loads, no stage),
+// (g) in CTAs of 128 threads, for rows of 2048-8192 slots (8K-32K floats) that fit in one round:
+// a cluster of K = 2..8 CTAs per row, each part straight into registers (plain loads, no stage),
 // then each warp's pair, the exchange of the warps' pairs and the store. One row per cluster,
-// every cluster launched at once (the loop makes any grid correct). On such a matrix the launch
+// every cluster launched at once (the loop makes any grid correct). On a small matrix the launch
 // is a chain of latencies (docs/notes/step08.md, change 18): path (c), one block of 256 a row,
 // leaves most SMs idle, and (g)'s CTAs of 512 lost 0.08-0.11 of memcpy to those of 128 (32x16384
 // 0.65-0.66 in clusters of 4 of 512, 0.74-0.80 in clusters of 8 of 128, path c 0.70-0.73).
+// Where there are more CTAs than SMs, the clusters past one CTA an SM (at most half of them)
+// start their loads late, by the time one part takes to reach every SM at the GPU's peak
+// bandwidth: the first rows are then exchanged and stored while the rest still stream in
+// (32x16384 0.83-0.88 against 0.81-0.86 without it, 64x16384 0.86-0.90 against 0.84-0.87;
+// change 24).
 constexpr int kSmallSplitThreads = 128;
 constexpr int kSmallSplitWarps = kSmallSplitThreads / kWarpSize;
 constexpr int kSmallMaxParts = kWarpSize / kSmallSplitWarps;  // one pair a lane: K * 4 <= 32
@@ -527,8 +532,9 @@ constexpr int kSmallMaxParts = kWarpSize / kSmallSplitWarps;  // one pair a lane
 // pairs. After the wait, lane l of every warp reads pair l: the row's max by warp_max, one exp
 // (rescale) and a butterfly for the sum. A CTA's pair in the exchange of (g) came out of a block
 // reduction (a butterfly of pair merges, shared memory, a __syncthreads, a second butterfly)
-// before it could be sent: 32x16384 ran at 0.77 of memcpy with it, 0.84-0.85 without it, in the
-// same rounds (change 24).
+// before it could be sent: 32x16384 ran at 0.76-0.77 of memcpy with it, 0.83-0.85 without it, in
+// the same rounds (change 24). Taking the row's max by pair merges instead of warp_max measured
+// the same (0.82-0.84): the block reduction was the cost.
 //   Two sets by row parity, as in ClusterExchange: a warp sends row i+2's pair into the set that
 // holds row i's only after its CTA has received all K*4 pairs of row i+1, and every warp sends its
 // row i+1 pair only after it has read row i's set, so every reader of row i's set is done.
