@@ -83,6 +83,13 @@ std::string DeviceInfo::summary() const {
   return buf;
 }
 
+double peak_dram_gbps(int device) {
+  int clock_khz = 0, bus_bits = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+  return 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+}
+
 DeviceInfo query_device() {
   DeviceInfo d;
   CUDA_CHECK(cudaGetDevice(&d.device));
@@ -98,7 +105,7 @@ DeviceInfo query_device() {
   int clock_khz = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, d.device));
   d.mem_clock_khz = clock_khz;
-  d.peak_gbps = 2.0 * clock_khz * 1e3 * (d.bus_width_bits / 8.0) / 1e9;
+  d.peak_gbps = peak_dram_gbps(d.device);
   CUDA_CHECK(cudaDriverGetVersion(&d.driver_version));
   CUDA_CHECK(cudaRuntimeGetVersion(&d.runtime_version));
   d.kernel_driver = nvml_driver_version();

@@ -42,4 +42,8 @@ struct DeviceInfo {
 
 DeviceInfo query_device();
 
+// The theoretical peak DRAM bandwidth of `device` in GB/s: 2 (DDR) * memory clock * bus width,
+// from two attribute queries (what DeviceInfo::peak_gbps holds), cheap enough for a launcher.
+double peak_dram_gbps(int device);
+
 }  // namespace softmax

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/cuda_check.h"
+#include "common/device.h"
 #include "long_rows.cuh"
 
 namespace step08_cluster {
@@ -45,10 +46,7 @@ inline const DeviceInfo& device_info() {
                                   dynamic_bytes));
   // 8 slots fewer than fit: smem_block_kernel may start a row up to 8 slots in.
   info.cache_slots = dynamic_bytes / static_cast<int>(sizeof(float4)) - 8;
-  int clock_khz = 0, bus_bits = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
-  info.peak_bytes_per_ns = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+  info.peak_bytes_per_ns = softmax::peak_dram_gbps(device);  // GB/s = bytes per ns
   return info_by_device.emplace(device, info).first->second;
 }
 
