@@ -213,11 +213,34 @@ __device__ __forceinline__ uint32_t in_cta(uint32_t at, int rank) {
 // A cluster-wide barrier without memory ordering. cluster.sync() arrives with release semantics:
 // each thread first waits until its earlier stores (and copies) have landed, a MEMBAR stall of
 // about 1.5 us per launch at the kernel's start and end, where nothing needs that ordering
-// (docs/notes/step08.md, change 3).
-__device__ __forceinline__ void cluster_barrier_relaxed() {
+// (docs/notes/step08.md, change 3). Its two halves are also used apart, by a CTA with work to do
+// between arriving and waiting (the small clusters, change 24).
+__device__ __forceinline__ void cluster_arrive_relaxed() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n barrier.cluster.wait.aligned;" ::
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_barrier_relaxed() {
+  cluster_arrive_relaxed();
+  cluster_wait();
+}
+
+// Thread 0 sets up a CTA's two transaction barriers (one arrival each, by row parity) and makes
+// the set-up visible to the cluster (fence.mbarrier_init); a cluster barrier must follow before
+// any other CTA counts bytes on them.
+__device__ __forceinline__ void init_row_barriers(unsigned long long (&arrived)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < 2; ++i)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_at(&arrived[i]))
                    : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
 #endif
 }
 
@@ -226,15 +249,8 @@ struct ClusterExchange {
   // (fence.mbarrier_init), then a relaxed cluster barrier: no pair is sent to a barrier not yet
   // set up.
   __device__ __forceinline__ static void init(ExchangeArea& area) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (threadIdx.x == 0) {
-      for (int i = 0; i < 2; ++i)
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_at(&area.arrived[i]))
-                     : "memory");
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
+    init_row_barriers(area.arrived);
     cluster_barrier_relaxed();
-#endif
   }
 
   // The `use`-th row of this CTA: set use % 2, barrier phase (use / 2) % 2.
@@ -573,17 +589,6 @@ struct WarpExchange {
   }
 };
 
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-#endif
-}
-
 // Spins until `ns` nanoseconds have passed on the GPU's global timer (it ticks every 32 ns on an
 // H100), from when it is called.
 __device__ __forceinline__ void spin_for(unsigned ns) {
@@ -613,12 +618,7 @@ __global__ void __launch_bounds__(kSmallSplitThreads)
   const int tid = threadIdx.x;
   // The barriers' set-up made visible to the cluster (fence.mbarrier_init), then the first half of
   // a relaxed cluster barrier; its wait comes after the first row's loads are issued.
-  if (tid == 0) {
-    for (int i = 0; i < 2; ++i)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_at(&area.arrived[i]))
-                   : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
+  init_row_barriers(area.arrived);
   cluster_arrive_relaxed();
   if (stagger_ns != 0 && p.group >= stagger_from) spin_for(stagger_ns);
   int64_t use = 0;  // rows this CTA has taken
