@@ -101,6 +101,37 @@ __device__ __forceinline__ void warp_reduce_pair(float& max_val, float& sum) {
   }
 }
 
+// y = exp(x - base) * exp(base - row_max) / row_sum, with base the thread's own max: the factor a
+// thread scales its exps by. A thread that saw no finite value holds only zeros: its factor is
+// 0 / row_sum, which is 0, or NaN where the row's sum is NaN (a NaN or +inf anywhere in the row) as
+// every other path gives it. A row of only -inf has sum 0: 0 / 0, NaN, again as elsewhere.
+__device__ __forceinline__ float part_factor(float thread_max, float row_max, float row_sum) {
+  return (thread_max == -INFINITY ? 0.f : rescale(thread_max, row_max)) * reciprocal(row_sum);
+}
+
+// The block's (max, sum) from one pair per warp, each taken against the warp's own max: lane 0 of
+// every warp writes its pair to shared memory, one barrier, and every thread reads all kWarps pairs
+// and merges them in the same order, so all threads agree bit for bit. `pairs` holds kWarps
+// float2; a block that loops over rows alternates two such arrays by row parity (as
+// block_reduce_pair).
+template <int kThreads>
+__device__ __forceinline__ void block_merge_warp_pairs(float warp_top, float warp_sum,
+                                                       float2* pairs, float& row_max,
+                                                       float& row_sum) {
+  constexpr int kWarps = kThreads / kWarpSize;
+  if (threadIdx.x % kWarpSize == 0) pairs[threadIdx.x / kWarpSize] = make_float2(warp_top, warp_sum);
+  __syncthreads();
+  float2 p[kWarps];
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) p[w] = pairs[w];
+  row_max = p[0].x;
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) row_max = fmaxf(row_max, p[w].x);
+  row_sum = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) row_sum += p[w].y * rescale(p[w].x, row_max);
+}
+
 // Block-wide max or sum that leaves the result in every thread: a butterfly in each warp, one
 // value per warp through shared memory, one barrier, and a butterfly over the kWarps values (each
 // group of kWarps lanes reads all of them). `slots` holds kWarps floats. A block that reduces

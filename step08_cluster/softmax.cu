@@ -219,13 +219,23 @@ void launch_tiles(const float* x, float* y, int rows, int cols, cudaStream_t str
 }
 
 // (c): kPacks slots per thread, just enough to cover the row (padding slots would cost exps).
+// Blocks of 128 threads with at most one row an SM take the chain of one barrier (block_rows.cuh;
+// with more rows it measured 1-3% slower, change 25). Rows of blocks of 256 (8K-16K floats) that
+// few take the small clusters on sm_90 (split.cu), so they keep one chain.
 template <int kThreads, bool kAligned>
 void launch_register_block(int64_t slots, const float* x, float* y, int rows, int cols,
                            cudaStream_t stream) {
   const int64_t packs = (slots + kThreads - 1) / kThreads;
+  const bool one_barrier = kThreads == 128 && rows <= device_info().sms;
   with_packs<3, 16>(packs, [&](auto p) {
-    register_block_kernel<kThreads, decltype(p)::value, kAligned>
-        <<<rows, kThreads, 0, stream>>>(x, y, rows, cols);
+    constexpr int kPacks = decltype(p)::value;
+    if (one_barrier) {
+      register_block_kernel<kThreads, kPacks, kAligned, kThreads == 128>
+          <<<rows, kThreads, 0, stream>>>(x, y, rows, cols);
+    } else {
+      register_block_kernel<kThreads, kPacks, kAligned><<<rows, kThreads, 0, stream>>>(x, y, rows,
+                                                                                       cols);
+    }
     CUDA_CHECK_LAUNCH();
   });
 }

@@ -90,14 +90,6 @@ __device__ __forceinline__ void copy16_async(uint32_t to, const float4* from, bo
       : "memory");
 }
 
-// y = exp(x - base) * exp(base - row_max) / row_sum, with base the thread's own max: the factor a
-// thread scales its exps by. A thread that saw no finite value holds only zeros: its factor is
-// 0 / row_sum, which is 0, or NaN where the row's sum is NaN (a NaN or +inf anywhere in the row) as
-// every other path gives it. A row of only -inf has sum 0: 0 / 0, NaN, again as elsewhere.
-__device__ __forceinline__ float part_factor(float thread_max, float row_max, float row_sum) {
-  return (thread_max == -INFINITY ? 0.f : rescale(thread_max, row_max)) * reciprocal(row_sum);
-}
-
 // Stores this thread's slots of a part (slot s = lined_slot(t, k) of `out`, those below `count`),
 // scaled by `factor`.
 template <int kPacks, int kThreads>

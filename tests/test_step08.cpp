@@ -228,6 +228,26 @@ TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRule) {
     }
 }
 
+// A block of 128 threads per row (path c, N = 1156-8195) on either side of change 25's rule: with
+// at most one row an SM the chain of one barrier (each warp's own pair, merged behind one
+// barrier), with one more row step07's two block reductions. Every input kind (rows of only -inf,
+// NaN and +inf among them, the maximum or the only finite value at either end), aligned rows and
+// rows off their 16-byte boundary, on both sides.
+TEST_F(Step08Dispatch, BlockRowsEitherSideOfTheOneBarrierRule) {
+  const Step* step = find_step("step08_cluster");
+  ASSERT_NE(step, nullptr);
+  const int sms = query_device().sm_count;
+  for (const int rows : {1, sms, sms + 1})
+    for (const int cols : {1157, 1536, 2051, 4096, 4099, 8190})
+      for (InputKind kind : kAllInputKinds)
+        for (const int offset : {0, 1, 3}) {
+          const VerifyResult r =
+              check_step(*step, rows, cols, kind, next_seed(), {offset, offset});
+          EXPECT_TRUE(r.ok()) << rows << "x" << cols << " x+" << offset << " " << to_string(kind)
+                              << ": " << r.report();
+        }
+}
+
 // Without clusters (turned off here; absent before sm_90) every shape takes step07's paths.
 TEST_F(Step08Dispatch, WithoutClustersServesEveryShape) {
   const Step* step = find_step("step08_cluster");

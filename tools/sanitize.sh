@@ -74,7 +74,9 @@ step07_paths() {
 # 61x278531 keeps the counter, (h) in groups of 17 over five rounds. Change 24's small clusters
 # with every warp's pair exchanged: parts of exactly 128 threads' float4 with the late clusters
 # staggered (32x16384, 64x32768), aligned rows in clusters of 3 (260x8192), rows off their
-# boundary, staggered (96x16387, 256x8192 and 32x16384 above).
+# boundary, staggered (96x16387, 256x8192 and 32x16384 above). Change 25's path (c) with one
+# barrier, at most one row an SM (128x4096 above, 132x2051 off its boundary), and its two block
+# reductions one row past that on an H100 (133x4099 off its boundary, 4096x2048).
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -89,7 +91,7 @@ step08_paths() {
     "$s:2200000x1" "$s:262147x1+1+1" "$s:5x1+3+3" "$s:2200000x3+2+2" "$s:400000x7+1+1" \
     "$s:400000x16+1+1" "$s:100x100" "$s:6000x1155+1+1" "$s:10000x131" "$s:1x12729+3+3" \
     "$s:8x32771+1+1" "$s:61x278531+1+1" "$s:32x16384" "$s:64x32768" "$s:260x8192" \
-    "$s:96x16387+1+1" \
+    "$s:96x16387+1+1" "$s:132x2051+3+3" "$s:133x4099+1+1" "$s:4096x2048" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
