@@ -19,12 +19,14 @@ using KernelFn = void (*)(const float*, float*, int, int);
 
 struct DeviceInfo {
   int sms = 0;
+  int cache_bytes = 0;      // the dynamic shared memory path (d) may use (allow_cache_bytes)
   int64_t cache_slots = 0;  // the most slots path (d) holds in shared memory
   double peak_bytes_per_ns = 0;  // DRAM's theoretical peak: 2 (DDR) * clock * bus width
 };
 
 // Looked up once per device. Path (d) may use all the opt-in shared memory (the default cap is
-// 48 KB) beside its static arrays.
+// 48 KB) beside its static arrays; softmax.cu allows it (allow_cache_bytes), on the kernel it
+// launches.
 inline const DeviceInfo& device_info() {
   static std::mutex mutex;
   static std::unordered_map<int, DeviceInfo> info_by_device;  // references stay valid
@@ -41,11 +43,9 @@ inline const DeviceInfo& device_info() {
   cudaFuncAttributes attributes{};
   const KernelFn smem_kernel = smem_block_kernel<kLongRowThreads>;
   CUDA_CHECK(cudaFuncGetAttributes(&attributes, smem_kernel));
-  const int dynamic_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
-  CUDA_CHECK(cudaFuncSetAttribute(smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  dynamic_bytes));
+  info.cache_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
   // 8 slots fewer than fit: smem_block_kernel may start a row up to 8 slots in.
-  info.cache_slots = dynamic_bytes / static_cast<int>(sizeof(float4)) - 8;
+  info.cache_slots = info.cache_bytes / static_cast<int>(sizeof(float4)) - 8;
   info.peak_bytes_per_ns = softmax::peak_dram_gbps(device);  // GB/s = bytes per ns
   return info_by_device.emplace(device, info).first->second;
 }

@@ -73,6 +73,8 @@
 //           read twice, 12*M*N bytes modeled.
 // Run:      ./build/step08_cluster/step08_cluster   (--help for options)
 #include <cstdint>
+#include <mutex>
+#include <set>
 #include <type_traits>
 
 #include "block_rows.cuh"
@@ -240,6 +242,23 @@ void launch_register_block(int64_t slots, const float* x, float* y, int rows, in
   });
 }
 
+// (d) may use the shared memory device_info() counted, past the 48 KB default: set once per device
+// on `kernel` as this file launches it. The attribute belongs to the kernel that file's own
+// launches reach: when launch.cuh's device_info() set it, from whichever file first asked for the
+// device's facts, a process that had planned a split (split.cu) before its first path (d) launch
+// failed that launch with an invalid argument (tests/test_step08.cpp,
+// WithoutClustersServesEveryShape, now plans one first).
+void allow_cache_bytes(KernelFn kernel) {
+  static std::mutex mutex;
+  static std::set<int> done;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  const int bytes = device_info().cache_bytes;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!done.insert(device).second) return;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
 // (e) and (f): a block per row.
 template <int kVec>
 void launch_two_pass(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
@@ -301,6 +320,7 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   }
   if (slots <= device_info().cache_slots) {  // (d)
     const KernelFn kernel = smem_block_kernel<kLongRowThreads>;
+    allow_cache_bytes(kernel);
     return launch_persistent(kernel, kLongRowThreads, (slots + 8) * sizeof(float4), rows, x, y,
                              rows, cols, stream);
   }
