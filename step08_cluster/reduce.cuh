@@ -119,7 +119,8 @@ __device__ __forceinline__ void block_merge_warp_pairs(float warp_top, float war
                                                        float2* pairs, float& row_max,
                                                        float& row_sum) {
   constexpr int kWarps = kThreads / kWarpSize;
-  if (threadIdx.x % kWarpSize == 0) pairs[threadIdx.x / kWarpSize] = make_float2(warp_top, warp_sum);
+  if (threadIdx.x % kWarpSize == 0)
+    pairs[threadIdx.x / kWarpSize] = make_float2(warp_top, warp_sum);
   __syncthreads();
   float2 p[kWarps];
 #pragma unroll

@@ -35,15 +35,16 @@
 // (**) only without clusters: on sm_90 these rows take (g).
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).
-// step07's paths with six changes (docs/notes/step08.md, changes 14, 15, 17, 22 and 23): (***);
-// a warp per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks, not 1.5,
-// a warp per aligned row of 57-64 slots leaves it from 0.75 waves, and a warp per unaligned row
-// of 4 slots a lane keeps the next row in flight from 0.9 waves; (a)
-// and (b) on matrices of under 31 KB an SM take one row per group, no persistent grid; and (a')
-// takes unaligned rows of 2-16 floats too, one lane a row. Rows of one float take (a1), at any
-// number of rows (change 18: 0.95 of memcpy or more from 1000 to 67M rows in the first side run,
-// 0.92-0.99 at the latency floor in later ones; (a) and (a') ran at 0.57-0.94 between 131072 and
-// 4194304 rows).
+// step07's paths with seven changes (docs/notes/step08.md, changes 14, 15, 17, 22, 23 and 25):
+// (***); a warp per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks,
+// not 1.5, a warp per aligned row of 57-64 slots leaves it from 0.75 waves, and a warp per
+// unaligned row of 4 slots a lane keeps the next row in flight from 0.9 waves; (a) and (b) on
+// matrices of under 31 KB an SM take one row per group, no persistent grid; (a') takes unaligned
+// rows of 2-16 floats too, one lane a row; and (c) in blocks of 128 threads on at most one row
+// an SM takes a chain of one barrier (block_rows.cuh). Rows of one float take (a1), at any number
+// of rows (change 18: 0.95 of memcpy or more from 1000 to 67M rows in the first side run, 0.92-0.99
+// at the latency floor in later ones; (a) and (a') ran at 0.57-0.94 between 131072 and 4194304
+// rows).
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages
