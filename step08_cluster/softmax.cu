@@ -229,16 +229,19 @@ template <int kThreads, bool kAligned>
 void launch_register_block(int64_t slots, const float* x, float* y, int rows, int cols,
                            cudaStream_t stream) {
   const int64_t packs = (slots + kThreads - 1) / kThreads;
-  const bool one_barrier = kThreads == 128 && rows <= device_info().sms;
+  const bool one_barrier = rows <= device_info().sms;
   with_packs<3, 16>(packs, [&](auto p) {
     constexpr int kPacks = decltype(p)::value;
-    if (one_barrier) {
-      register_block_kernel<kThreads, kPacks, kAligned, kThreads == 128>
-          <<<rows, kThreads, 0, stream>>>(x, y, rows, cols);
-    } else {
-      register_block_kernel<kThreads, kPacks, kAligned><<<rows, kThreads, 0, stream>>>(x, y, rows,
-                                                                                       cols);
+    if constexpr (kThreads == 128) {
+      if (one_barrier) {
+        register_block_kernel<kThreads, kPacks, kAligned, true>
+            <<<rows, kThreads, 0, stream>>>(x, y, rows, cols);
+        CUDA_CHECK_LAUNCH();
+        return;
+      }
     }
+    register_block_kernel<kThreads, kPacks, kAligned><<<rows, kThreads, 0, stream>>>(x, y, rows,
+                                                                                     cols);
     CUDA_CHECK_LAUNCH();
   });
 }
