@@ -34,6 +34,11 @@ constexpr int64_t kRowsPerClusterForWaves = 8;
 constexpr int64_t kTaggedRounds = 4;
 // The most CTAs an SM the small clusters (CTAs of 128 threads) take a matrix at (plan_split).
 constexpr int64_t kSmallCtasPerSm = 8;
+// The small clusters' stages (make_split): about this many bytes of the matrix each, the next
+// starting this share of their time at peak DRAM bandwidth after (change 27): the loads are
+// issued about 1.7 times as fast as DRAM can serve them at its peak, so it never waits for work.
+constexpr double kStageBytes = 1 << 20;
+constexpr double kStageShare = 0.6;
 
 // Calls f(std::integral_constant<int, P>) for the smallest P of 1, 2, 4, 8 with packs <= P.
 template <typename F>
@@ -213,17 +218,24 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   // partner outside itself, so waiting for room is safe.
   if (path == Split::kCluster && rows >= kRowsPerClusterForWaves * fit)
     plan.groups = (rows + 1) / 2;
-  // Small clusters, all resident, more CTAs than SMs: the clusters past one CTA an SM (at most
-  // half of them) wait before their loads for the time the GPU's peak DRAM bandwidth takes to
-  // bring one part to every SM. Loaded all at once, every row's last bytes land near the end of
-  // the whole matrix's, and every row's exchange and stores come after that; staggered, the first
-  // rows are exchanged and stored while the rest stream in (change 24).
+  // Small clusters, all resident: the rows start in stages of about kStageBytes of the matrix,
+  // each stage kStageShare of its bytes' time at the GPU's peak DRAM bandwidth after the one
+  // before. Loaded all at once, every row's last bytes land near the end of the whole matrix's,
+  // and every row's exchange and stores come after that; in stages, the first rows are exchanged
+  // and stored while the rest stream in. Change 24 started the clusters past one CTA an SM (at
+  // most half) one part's time on every SM late: two stages. Stages of 1 MiB, 0.6 of their time
+  // apart, measured 1.9% ahead of it on average over 20 shapes of 1-12.5 MiB, by up to 6%
+  // (100x32768 0.94 of memcpy against 0.89, 96x16387, 64x32768), level at 16-24 rows of 16384 and
+  // at 128x16384, 0.7% behind at 260x8192; stages 0.75 or 1.0 of their time apart, or of 0.75
+  // or 1.5 MiB, did worse on average (docs/notes/step08.md, change 27).
   if (path == Split::kCluster && threads == kSmallSplitThreads && plan.groups <= fit) {
-    const int64_t sms = device_info().sms, extra = plan.groups * parts - sms;
-    if (extra > 0) {
-      plan.stagger_from = plan.groups - std::min(plan.groups / 2, (extra + parts - 1) / parts);
-      const double part_bytes = double(plan.chunk) * sizeof(float4);
-      plan.stagger_ns = static_cast<unsigned>(part_bytes * sms / device_info().peak_bytes_per_ns);
+    const double row_bytes = double(cols) * sizeof(float);
+    const int64_t stages =
+        std::min<int64_t>(plan.groups, static_cast<int64_t>(rows * row_bytes / kStageBytes));
+    if (stages >= 2) {
+      plan.stage_groups = (plan.groups + stages - 1) / stages;
+      plan.stagger_ns = static_cast<unsigned>(kStageShare * double(plan.stage_groups) * row_bytes /
+                                              device_info().peak_bytes_per_ns);
     }
   }
   return plan;
@@ -361,7 +373,7 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
                                       : small_cluster_rows_kernel<P, false, false>;
         prepare(kernel, P, plan.threads, true);
         CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.chunk,
-                                      plan.stagger_from, plan.stagger_ns));
+                                      static_cast<int>(plan.stage_groups), plan.stagger_ns));
       } else {
         prepare(cluster_rows_kernel<P>, P, plan.threads, true);
         CUDA_CHECK(cudaLaunchKernelEx(&cfg, cluster_rows_kernel<P>, x, y, rows, cols, plan.chunk));
@@ -426,9 +438,11 @@ std::string describe(const SplitPlan& plan) {
          " P=" + std::to_string(plan.packs) + " groups=" + std::to_string(plan.groups) +
          (plan.threads == kSplitThreads ? "" : " T=" + std::to_string(plan.threads)) +
          (plan.path == Split::kGrid && plan.tagged ? " tagged" : "") +
-         (plan.stagger_ns != 0 ? " stagger=" + std::to_string(plan.groups - plan.stagger_from) +
-                                     "@" + std::to_string(plan.stagger_ns) + "ns"
-                               : "");
+         (plan.stagger_ns != 0
+              ? " stagger=" +
+                    std::to_string((plan.groups + plan.stage_groups - 1) / plan.stage_groups) +
+                    "x" + std::to_string(plan.stagger_ns) + "ns"
+              : "");
 }
 
 }  // namespace step08_cluster

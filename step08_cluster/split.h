@@ -24,8 +24,9 @@ struct SplitPlan {
   int threads = 512;          // per CTA: 512 (two an SM), or 1024 for kHeld (one an SM)
   bool tagged = false;        // kGrid, kHeld: pairs as tagged words (TaggedExchange), not behind
                               // a counter (GridExchange); kHeld always, kGrid in <= 4 rounds
-  unsigned stagger_ns = 0;    // kCluster in CTAs of 128 threads: how long the clusters from
-  int64_t stagger_from = 0;   // stagger_from on wait before their loads (0 ns: none; split.cu)
+  unsigned stagger_ns = 0;    // kCluster in CTAs of 128 threads: cluster g waits
+  int64_t stage_groups = 0;   // (g / stage_groups) * stagger_ns before its loads (0 ns: none;
+                              // split.cu)
 };
 
 // Clusters can be used: the current device is sm_90 or later, and neither use_clusters(false)
@@ -48,7 +49,8 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads = 51
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
                   cudaStream_t stream);
 // "cluster K=4 P=8 groups=62", for reports ("held" for kHeld; " tagged" after a grid plan whose
-// pairs go as tagged words; " stagger=16@322ns" after a plan whose last 16 clusters wait 322 ns).
+// pairs go as tagged words; " stagger=4x235ns" after a plan whose clusters start in 4 stages,
+// 235 ns apart).
 std::string describe(const SplitPlan& plan);
 // How many clusters of K 512-thread CTAs (8 float4 a thread) fit on this GPU at once, for K = 2,
 // 3, 4, 6, 8, 12, 16: "2:132 3:79 ..." (it depends on how the chip's SMs are grouped into GPCs);

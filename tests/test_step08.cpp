@@ -107,10 +107,12 @@ std::vector<Case> cases() {
   for (int packs : {1, 2, 4, 8})
     out.push_back({Split::kCluster, 4, 12, 4 * 512 * packs, 0, 0, 128});
   out.push_back({Split::kCluster, 8, 3000, 8 * 512 * 2, 0, 0, 128});
-  // More CTAs than SMs in one round: the last clusters start late (the stagger), aligned rows and
-  // not.
+  // Matrices of 2 MiB and more: the rows start in stages (the stagger), aligned rows and not;
+  // 2, 3 (the last stage shorter: 50 rows in stages of 17) and 8 stages.
   out.push_back({Split::kCluster, 8, 32, 16384, 0, 0, 128});
   out.push_back({Split::kCluster, 8, 60, 16387, 1, 1, 128});
+  out.push_back({Split::kCluster, 8, 50, 16387, 3, 3, 128});
+  out.push_back({Split::kCluster, 8, 64, 32771, 2, 2, 128});
   out.push_back({Split::kCluster, 8, 12, 21, 3, 3, 128});
   // Parts that get no body slots at all (a row shorter than K slots): only the edges matter.
   out.push_back({Split::kCluster, 8, 12, 21, 1, 1});
@@ -325,21 +327,29 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).parts, 8);
   // Small matrices of few rows of 2048-8192 slots: clusters of 2-8 CTAs of 128 threads, one row
   // each, all in one round and at most 8 CTAs an SM; not at 2047 slots and fewer, and not where
-  // even the narrowest clusters (8 float4 a thread) would be more than 8 CTAs an SM. With more CTAs than SMs, the clusters past one CTA an SM
-  // (at most half) start late; with fewer, none.
+  // even the narrowest clusters (8 float4 a thread) would be more than 8 CTAs an SM. The rows
+  // start in stages of whole MiB of the matrix (rounded down), none under 2 MiB.
   if (32 * 8 <= 8 * dev.sm_count) {
-    const SplitPlan small = step08_cluster::plan_split(32, 16384);
+    const SplitPlan small = step08_cluster::plan_split(32, 16384);  // 2 MiB: 2 stages of 16 rows
     EXPECT_EQ(small.path, Split::kCluster);
     EXPECT_EQ(small.threads, 128);
     EXPECT_EQ(small.parts, 8);
     EXPECT_EQ(small.groups, 32);
-    if (32 * 8 > dev.sm_count) {
-      EXPECT_GT(small.stagger_ns, 0u);
-      EXPECT_EQ(small.groups - small.stagger_from,
-                std::min<int64_t>(16, (32 * 8 - dev.sm_count + 7) / 8));
-    }
+    EXPECT_GT(small.stagger_ns, 0u);
+    EXPECT_EQ(small.stage_groups, 16);
   }
-  if (16 * 8 <= dev.sm_count) EXPECT_EQ(step08_cluster::plan_split(16, 16384).stagger_ns, 0u);
+  if (64 * 8 <= 8 * dev.sm_count) {
+    const SplitPlan eight = step08_cluster::plan_split(64, 32768);  // 8 MiB: 8 stages of 8 rows
+    EXPECT_EQ(eight.path, Split::kCluster);
+    EXPECT_EQ(eight.threads, 128);
+    EXPECT_EQ(eight.stage_groups, 8);
+    // The same bytes a stage, the same time apart, whatever the row length.
+    EXPECT_EQ(eight.stagger_ns, step08_cluster::plan_split(32, 16384).stagger_ns);
+  }
+  if (24 * 8 <= 8 * dev.sm_count) {
+    EXPECT_EQ(step08_cluster::plan_split(16, 16384).stagger_ns, 0u);  // 1 MiB: one stage
+    EXPECT_EQ(step08_cluster::plan_split(24, 16384).stagger_ns, 0u);  // 1.5 MiB: one stage
+  }
   if (8 * 6 <= 8 * dev.sm_count) {
     const SplitPlan six = step08_cluster::plan_split(8, 10244);  // 2561 slots
     EXPECT_EQ(six.path, Split::kCluster);

@@ -76,7 +76,9 @@ step07_paths() {
 # staggered (32x16384, 64x32768), aligned rows in clusters of 3 (260x8192), rows off their
 # boundary, staggered (96x16387, 256x8192 and 32x16384 above). Change 25's path (c) with one
 # barrier, at most one row an SM (128x4096 above, 132x2051 off its boundary), and its two block
-# reductions one row past that on an H100 (133x4099 off its boundary, 4096x2048).
+# reductions one row past that on an H100 (133x4099 off its boundary, 4096x2048). Change 27's
+# stages of 1 MiB: 2 (32x16384), 3 (50x16387, its last stage shorter), 6 (96x16387) and 8
+# (64x32768, 256x8192).
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -91,7 +93,7 @@ step08_paths() {
     "$s:2200000x1" "$s:262147x1+1+1" "$s:5x1+3+3" "$s:2200000x3+2+2" "$s:400000x7+1+1" \
     "$s:400000x16+1+1" "$s:100x100" "$s:6000x1155+1+1" "$s:10000x131" "$s:1x12729+3+3" \
     "$s:8x32771+1+1" "$s:61x278531+1+1" "$s:32x16384" "$s:64x32768" "$s:260x8192" \
-    "$s:96x16387+1+1" "$s:132x2051+3+3" "$s:133x4099+1+1" "$s:4096x2048" \
+    "$s:96x16387+1+1" "$s:50x16387+2+2" "$s:132x2051+3+3" "$s:133x4099+1+1" "$s:4096x2048" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
