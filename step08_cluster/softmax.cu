@@ -29,9 +29,9 @@
 // | (e)  | longer        |            | a block per row, read twice              | long_rows.cuh  |
 // | (f)  | x, y not aligned alike     | (e) with 4-byte accesses                 | long_rows.cuh  |
 // (*) with rows for a round of clusters; fewer rows of at most 8 CTAs' worth take clusters of up
-//     to 8, and fewer rows of more take (h). Matrices of B = 2048..8192 whose rows all fit in
-//     one round of clusters of 2-8 CTAs of 128 threads, at most 8 CTAs an SM, take those, one
-//     row each (changes 18, 19 and 24).
+//     to 8, and fewer rows of more take (h). Matrices of B = 2048..16384 whose rows all fit in
+//     one round of clusters of 2-16 CTAs of 128 threads (9-16 past 8192), at most 8 CTAs an SM,
+//     take those, one row each (changes 18, 19, 24 and 28).
 // (**) only without clusters: on sm_90 these rows take (g).
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).

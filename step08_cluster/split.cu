@@ -119,8 +119,10 @@ int64_t groups_that_fit(const SplitPlan& plan) {
         prepare(kernel, P, plan.threads, true);
         CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
       };
-      if (plan.threads == kSmallSplitThreads) {
-        count(small_cluster_rows_kernel<P, false, false>);  // the others take the same
+      if (plan.threads == kSmallSplitThreads && plan.parts > kSmallNarrowParts) {
+        count(small_cluster_rows_kernel<P, false, false, true>);  // the others take the same
+      } else if (plan.threads == kSmallSplitThreads) {
+        count(small_cluster_rows_kernel<P, false, false>);
       } else {
         count(cluster_rows_kernel<P>);
       }
@@ -185,7 +187,7 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
            " threads (the sizes built: 512, 1024 for the held path, 128 for clusters)");
   if (threads == kSmallSplitThreads && parts > kSmallMaxParts)
     refuse("clusters of CTAs of 128 threads hold at most " + std::to_string(kSmallMaxParts) +
-           " (one warp's pair a lane)");
+           " (two warps' pairs a lane)");
   if (!clusters_usable()) refuse("thread block clusters are not in use on this device");
   SplitPlan plan;
   plan.path = path;
@@ -286,10 +288,20 @@ SplitPlan plan_split(int rows, int cols) {
   // 0.82-0.83 against 0.75-0.76. Below 2048 slots they went both ways (64x5000 1.30-1.35 against
   // 1.34-1.40, 77x7001 1.35 against 1.37, 176x6000 1.28-1.34 against 1.22-1.30): not taken
   // (docs/notes/step08.md, change 24; results/step08_change24_h100.txt).
-  if (slots >= 2048 && slots <= 8 * 1024) {
+  //   Rows of 8193-16384 slots (32K-64K floats) take clusters of 9-16 such CTAs where every row
+  // fits in one round (change 28), where they had clusters of 3-8 CTAs of 512 threads or grid
+  // groups: 95x36005 11.8 us against 16.4 (step07's path d 15.4), 32x65536 0.90 of memcpy against
+  // 0.71, 16x65536 0.82 against 0.66, 64x49152 0.94 against 0.74, 48x40000 0.91 against 0.72,
+  // 1x65536 0.71 against 0.63, and ahead at every one of 14 shapes of 1-100 rows. The widest that
+  // fits was within 1% of the best K at most of them (K = 9 was 2% ahead of 14 at 60x34000).
+  if (slots >= 2048 && slots <= int64_t(kSmallMaxParts) * 1024) {
     // The widest clusters, from at most 4 float4 a thread down to 8, that take every row in one
-    // round at no more than kSmallCtasPerSm CTAs an SM.
-    for (int64_t k = std::min<int64_t>(8, (slots + 511) / 512); k >= (slots + 1023) / 1024; --k) {
+    // round at no more than kSmallCtasPerSm CTAs an SM: of at most 8 CTAs up to 8192 slots (the
+    // rule measured there), of 9-16 past that.
+    const int64_t widest = slots <= int64_t(kSmallNarrowParts) * 1024 ? kSmallNarrowParts
+                                                                      : kSmallMaxParts;
+    for (int64_t k = std::min<int64_t>(widest, (slots + 511) / 512); k >= (slots + 1023) / 1024;
+         --k) {
       if (rows * k > kSmallCtasPerSm * device_info().sms) continue;
       const SplitPlan small =
           make_split(Split::kCluster, static_cast<int>(k), rows, cols, kSmallSplitThreads);
@@ -368,7 +380,11 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
         const bool aligned = ux % 16 == 0 && uy % 16 == 0 && cols % 4 == 0;
         const bool exact = aligned && plan.chunk == P * kSmallSplitThreads &&
                            int64_t(plan.parts) * plan.chunk == cols / 4;
-        const auto kernel = exact     ? small_cluster_rows_kernel<P, true, true>
+        const bool wide = plan.parts > kSmallNarrowParts;
+        const auto kernel = wide ? (exact     ? small_cluster_rows_kernel<P, true, true, true>
+                                    : aligned ? small_cluster_rows_kernel<P, true, false, true>
+                                              : small_cluster_rows_kernel<P, false, false, true>)
+                            : exact   ? small_cluster_rows_kernel<P, true, true>
                             : aligned ? small_cluster_rows_kernel<P, true, false>
                                       : small_cluster_rows_kernel<P, false, false>;
         prepare(kernel, P, plan.threads, true);

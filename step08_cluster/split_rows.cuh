@@ -518,21 +518,23 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 #endif
 }
 
-// (g) in CTAs of 128 threads, for rows of 2048-8192 slots (8K-32K floats) that fit in one round:
-// a cluster of K = 2..8 CTAs per row, each part straight into registers (plain loads, no stage),
+// (g) in CTAs of 128 threads, for rows of 2048-16384 slots (8K-64K floats) that fit in one round:
+// a cluster of K = 2..16 CTAs per row, each part straight into registers (plain loads, no stage),
 // then each warp's pair, the exchange of the warps' pairs and the store. One row per cluster,
 // every cluster launched at once (the loop makes any grid correct). On a small matrix the launch
 // is a chain of latencies (docs/notes/step08.md, change 18): path (c), one block of 256 a row,
 // leaves most SMs idle, and (g)'s CTAs of 512 lost 0.08-0.11 of memcpy to those of 128 (32x16384
 // 0.65-0.66 in clusters of 4 of 512, 0.74-0.80 in clusters of 8 of 128, path c 0.70-0.73).
-// Where there are more CTAs than SMs, the clusters past one CTA an SM (at most half of them)
-// start their loads late, by the time one part takes to reach every SM at the GPU's peak
-// bandwidth: the first rows are then exchanged and stored while the rest still stream in
-// (32x16384 0.83-0.88 against 0.81-0.86 without it, 64x16384 0.86-0.90 against 0.84-0.87;
-// change 24).
+// The rows start in stages of about 1 MiB of the matrix (split.cu), so that the first rows are
+// exchanged and stored while the rest still stream in (change 24's two stages: 32x16384
+// 0.83-0.88 against 0.81-0.86 without, 64x16384 0.86-0.90 against 0.84-0.87; change 27's
+// stages of 1 MiB). Clusters of 9-16 CTAs (rows past 8192 slots) exchange two pairs a lane
+// (change 28).
 constexpr int kSmallSplitThreads = 128;
 constexpr int kSmallSplitWarps = kSmallSplitThreads / kWarpSize;
-constexpr int kSmallMaxParts = kWarpSize / kSmallSplitWarps;  // one pair a lane: K * 4 <= 32
+// One pair a lane up to K = 8 (K * 4 <= 32); two a lane (kWide) for K = 9..16 (change 28).
+constexpr int kSmallNarrowParts = kWarpSize / kSmallSplitWarps;
+constexpr int kSmallMaxParts = 2 * kSmallNarrowParts;
 
 // The exchange of the small clusters: no block reduction. Every warp takes its own pair (its max
 // by warp_max, exps against it, the sum by a butterfly) and sends it with st.async to all K CTAs
@@ -546,9 +548,13 @@ constexpr int kSmallMaxParts = kWarpSize / kSmallSplitWarps;  // one pair a lane
 //   Two sets by row parity, as in ClusterExchange: a warp sends row i+2's pair into the set that
 // holds row i's only after its CTA has received all K*4 pairs of row i+1, and every warp sends its
 // row i+1 pair only after it has read row i's set, so every reader of row i's set is done.
+//   kWide (clusters of 9-16 CTAs, 36-64 pairs a row): lane l reads pairs l and l + 32 and merges
+// the two before the same warp_max and butterfly (change 28).
+template <bool kWide = false>
 struct WarpExchange {
+  static constexpr int kSlots = kWide ? 2 * kWarpSize : kWarpSize;
   struct Area {
-    float2 pairs[2][kWarpSize];
+    float2 pairs[2][kSlots];
     unsigned long long arrived[2];
   };
 
@@ -573,8 +579,16 @@ struct WarpExchange {
           : "memory");
     wait_parity(barrier, phase);
     const float2 pair = lane < pairs ? area.pairs[set][lane] : make_float2(-INFINITY, 0.f);
-    max_val = warp_max(pair.x);
-    sum = group_all_reduce<kWarpSize, false>(pair.y * rescale(pair.x, max_val));
+    if constexpr (kWide) {
+      const float2 more =
+          lane + kWarpSize < pairs ? area.pairs[set][lane + kWarpSize] : make_float2(-INFINITY, 0.f);
+      max_val = warp_max(fmaxf(pair.x, more.x));
+      sum = group_all_reduce<kWarpSize, false>(pair.y * rescale(pair.x, max_val) +
+                                               more.y * rescale(more.x, max_val));
+    } else {
+      max_val = warp_max(pair.x);
+      sum = group_all_reduce<kWarpSize, false>(pair.y * rescale(pair.x, max_val));
+    }
 #else
     __trap();  // launched only on sm_90 and later (the launcher checks)
 #endif
@@ -597,12 +611,14 @@ __device__ __forceinline__ void spin_for(unsigned ns) {
 // kAligned: every row starts on a 16-byte boundary (x aligned, N % 4 == 0): no head, no tail.
 // kExact: aligned, and every part is exactly kPacks * 128 slots (N = K * kPacks * 512): thread t
 // takes slots t + j * 128, with no bounds to check, through the read-only data path (ld.global.nc).
-template <int kPacks, bool kAligned, bool kExact>
+// kWide: clusters of 9-16 CTAs (WarpExchange<true>).
+template <int kPacks, bool kAligned, bool kExact, bool kWide = false>
 __global__ void __launch_bounds__(kSmallSplitThreads)
     small_cluster_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows,
                               int cols, int chunk, int stage_groups, unsigned stagger_ns) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  __shared__ WarpExchange::Area area;
+  using Exchange = WarpExchange<kWide>;
+  __shared__ typename Exchange::Area area;
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   const int k = static_cast<int>(cluster.block_rank());
@@ -648,7 +664,7 @@ __global__ void __launch_bounds__(kSmallSplitThreads)
     float row_max = warp_top;
     // No pair is sent before every CTA of the cluster has set up its barriers.
     if (use == 0) cluster_wait();
-    WarpExchange::run(p, use, area, row_max, row_sum);
+    Exchange::run(p, use, area, row_max, row_sum);
     // The last row's pairs have all landed here: the exit barrier's arrival, before the stores.
     if (row + p.groups >= rows) cluster_arrive_relaxed();
 

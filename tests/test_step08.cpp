@@ -93,10 +93,16 @@ std::vector<Case> cases() {
   out.push_back({Split::kHeld, 2, 12, 2 * 4096 * 4 + 4 * 100 + 2, 1, 1});
   out.push_back({Split::kHeld, 17, 40, 17 * 16384 + 3, 1, 1, 1024});  // 7 groups fit: 6 rounds
   out.push_back({Split::kHeld, 2, 12, 2 * 8192 * 4 + 4 * 100 + 2, 1, 1, 1024});
-  // (g) in CTAs of 128 threads: every cluster size to 8 (2 float4 a thread, N % 4 == 3), every
-  // float4 count at every N % 4, many more rows than fit at once (a cluster per two rows) and
-  // parts with no body slots.
-  for (int k = 2; k <= 8; ++k) out.push_back({Split::kCluster, k, 12, k * 1024 + 3, 1, 1, 128});
+  // (g) in CTAs of 128 threads: every cluster size to 16 (2 float4 a thread, N % 4 == 3; 9-16
+  // exchange two pairs a lane), every float4 count at every N % 4, many more rows than fit at
+  // once (a cluster per two rows) and parts with no body slots.
+  for (int k = 2; k <= 16; ++k) out.push_back({Split::kCluster, k, 12, k * 1024 + 3, 1, 1, 128});
+  // Clusters of 9-16 as the launcher takes them (change 28): exact parts at K = 16, rows off
+  // their boundary at K = 9 and 13, staged; more rows than fit at once at K = 12.
+  out.push_back({Split::kCluster, 16, 16, 65536, 0, 0, 128});
+  out.push_back({Split::kCluster, 9, 95, 36005, 1, 1, 128});
+  out.push_back({Split::kCluster, 13, 24, 50001, 2, 2, 128});
+  out.push_back({Split::kCluster, 12, 300, 12 * 1024 * 4 - 1, 3, 3, 128});
   for (int packs : {1, 2, 4, 8})
     for (int r = 0; r < 4; ++r)
       out.push_back({Split::kCluster, 5, 12, 5 * 512 * packs - 4 + r, r == 0 ? 0 : 3,
@@ -324,7 +330,16 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(4096, 32771).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(4096, 32771).parts, 2);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).path, Split::kCluster);
-  EXPECT_EQ(step08_cluster::plan_split(16, 65536).parts, 8);
+  // Few rows of 8193-16384 slots: clusters of 9-16 CTAs of 128 threads where every row fits in
+  // one round (change 28), the widest that does.
+  if (16 * 16 <= 8 * dev.sm_count) {
+    EXPECT_EQ(step08_cluster::plan_split(16, 65536).parts, 16);
+    EXPECT_EQ(step08_cluster::plan_split(16, 65536).threads, 128);
+  }
+  if (dev.sm_count >= 132) {  // 95 clusters of 9 fit on an H100 or H200
+    EXPECT_EQ(step08_cluster::plan_split(95, 36005).threads, 128);
+    EXPECT_EQ(step08_cluster::plan_split(95, 36005).parts, 9);
+  }
   // Small matrices of few rows of 2048-8192 slots: clusters of 2-8 CTAs of 128 threads, one row
   // each, all in one round and at most 8 CTAs an SM; not at 2047 slots and fewer, and not where
   // even the narrowest clusters (8 float4 a thread) would be more than 8 CTAs an SM. The rows
@@ -437,9 +452,9 @@ TEST_F(Step08Dispatch, RefusesSplitsThatCannotRun) {
   EXPECT_THROW(step08_cluster::make_split(Split::kCluster, 2, 4, 2 * 4096 + 4, 128),
                std::invalid_argument);  // 8 float4 a thread at most, 128 threads
   EXPECT_NO_THROW(step08_cluster::make_split(Split::kCluster, 2, 4, 2 * 4096, 128));
-  EXPECT_THROW(step08_cluster::make_split(Split::kCluster, 9, 4, 9 * 1024, 128),
-               std::invalid_argument);  // one warp's pair a lane: 8 CTAs of 128 at most
-  EXPECT_NO_THROW(step08_cluster::make_split(Split::kCluster, 8, 4, 8 * 1024, 128));
+  EXPECT_NO_THROW(step08_cluster::make_split(Split::kCluster, 16, 4, 16 * 1024, 128));
+  EXPECT_THROW(step08_cluster::make_split(Split::kCluster, 17, 4, 17 * 1024, 128),
+               std::invalid_argument);  // a cluster holds at most 16
   EXPECT_THROW(step08_cluster::make_split(Split::kGrid, 4, 4, 100000, 256),
                std::invalid_argument);
 }

@@ -17,9 +17,11 @@
 # in an illegal address, which plain and memcheck runs do not). So --step08-paths runs synccheck
 # on the probe in clusters of 8, 9, 12 and 16 (8 must be clean; what it says of the others is
 # printed, not counted). On an H100 the probe is clean at 9 and 12 too, but step08's own kernel
-# in clusters of 12 (48x196608) gets the same report at its stage barrier's first arrival, so the
-# shapes that step08 runs in clusters of more than 8 on an H100 (synccheck_skip below) get
-# memcheck, racecheck and initcheck and a "synccheck skipped" line.
+# in clusters of 12 (48x196608) gets the same report at its stage barrier's first arrival, and
+# its small clusters of 9 (95x36005) at the exchange's first st.async to another CTA's barrier,
+# code that is clean under synccheck in clusters of up to 8; so the shapes that step08 runs in
+# clusters of more than 8 on an H100 (synccheck_skip below) get memcheck, racecheck and initcheck
+# and a "synccheck skipped" line.
 # Environment: COMPUTE_SANITIZER (default compute-sanitizer), SOFTMAX_PROFILE (default
 # build/softmax_profile), MBARRIER_PROBE (default build/softmax_mbarrier_probe), SANITIZE_TOOLS
 # (default "memcheck racecheck synccheck initcheck").
@@ -78,7 +80,8 @@ step07_paths() {
 # barrier, at most one row an SM (128x4096 above, 132x2051 off its boundary), and its two block
 # reductions one row past that on an H100 (133x4099 off its boundary, 4096x2048). Change 27's
 # stages of 1 MiB: 2 (32x16384), 3 (50x16387, its last stage shorter), 6 (96x16387) and 8
-# (64x32768, 256x8192).
+# (64x32768, 256x8192). Change 28's clusters of 9-16 CTAs of 128 threads: 16x65536 above (K = 16,
+# exact parts), 95x36005 (K = 9) and 24x50001 (K = 16) off their boundary.
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -93,13 +96,15 @@ step08_paths() {
     "$s:2200000x1" "$s:262147x1+1+1" "$s:5x1+3+3" "$s:2200000x3+2+2" "$s:400000x7+1+1" \
     "$s:400000x16+1+1" "$s:100x100" "$s:6000x1155+1+1" "$s:10000x131" "$s:1x12729+3+3" \
     "$s:8x32771+1+1" "$s:61x278531+1+1" "$s:32x16384" "$s:64x32768" "$s:260x8192" \
-    "$s:96x16387+1+1" "$s:50x16387+2+2" "$s:132x2051+3+3" "$s:133x4099+1+1" "$s:4096x2048" \
+    "$s:96x16387+1+1" "$s:50x16387+2+2" "$s:95x36005+1+1" "$s:24x50001+2+2" "$s:132x2051+3+3" "$s:133x4099+1+1" "$s:4096x2048" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
 # The shapes above that an H100 runs in clusters of 9-16 CTAs (see the synccheck note at the top):
+# 16x65536, 95x36005, 24x50001 and 50x50001 in clusters of 16, 9, 16 and 16 CTAs of 128 threads
+# (change 28);
 # 113x262147 in clusters of 16, 48x196608 in clusters of 12.
-synccheck_skip=" step08_cluster:113x262147+1+1 step08_cluster:48x196608 "
+synccheck_skip=" step08_cluster:113x262147+1+1 step08_cluster:48x196608 step08_cluster:16x65536 step08_cluster:95x36005+1+1 step08_cluster:24x50001+2+2 step08_cluster:50x50001+1+1 "
 
 runs=()
 probe_runs=
