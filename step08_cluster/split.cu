@@ -290,10 +290,12 @@ SplitPlan plan_split(int rows, int cols) {
   // (docs/notes/step08.md, change 24; results/step08_change24_h100.txt).
   //   Rows of 8193-16384 slots (32K-64K floats) take clusters of 9-16 such CTAs where every row
   // fits in one round (change 28), where they had clusters of 3-8 CTAs of 512 threads or grid
-  // groups: 95x36005 11.8 us against 16.4 (step07's path d 15.4), 32x65536 0.90 of memcpy against
-  // 0.71, 16x65536 0.82 against 0.66, 64x49152 0.94 against 0.74, 48x40000 0.91 against 0.72,
-  // 1x65536 0.71 against 0.63, and ahead at every one of 14 shapes of 1-100 rows. The widest that
-  // fits was within 1% of the best K at most of them (K = 9 was 2% ahead of 14 at 60x34000).
+  // groups. Ratios to memcpy, three rounds against the plans before it on one H100: 95x36005
+  // 1.12-1.16 against 0.80-0.81 (step07's path d 0.86-0.88), 32x65536 0.88-0.90 against 0.70,
+  // 16x65536 0.82-0.83 against 0.66, 64x49152 0.92-0.93 against 0.72-0.73, 48x40000 0.91 against
+  // 0.71-0.72, 1x65536 0.76-0.79 against 0.62-0.64; ahead at all 14 shapes whose plan it changes
+  // (results/step08_change28_h100.txt). At 32x16384 clusters of 16 were no faster than 8
+  // (results/step08_32x16384_k_h100.txt), so rows of up to 8192 slots keep at most 8.
   if (slots >= 2048 && slots <= int64_t(kSmallMaxParts) * 1024) {
     // The widest clusters, from at most 4 float4 a thread down to 8, that take every row in one
     // round at no more than kSmallCtasPerSm CTAs an SM: of at most 8 CTAs up to 8192 slots (the
