@@ -331,8 +331,13 @@ SplitPlan plan_split(int rows, int cols) {
       // 0.77-0.98 at 133x20001, 140x20001, 220x16500 and 264x20001, level at 180x28001; at
       // 300x20001, three rounds of clusters, (d) was behind (0.84 against 0.89). Clusters of 3
       // and 4 went both ways against (d) (0.03-0.06 behind at 95-120x36005, 0.14 ahead at
-      // 100x50001), so they keep their rounds (change 17).
+      // 100x50001; change 17). Clusters of 3 in two rounds, where (d) takes every row in one
+      // wave (at most a row an SM), were behind it at each of the five shapes timed (step07's
+      // time over theirs 0.94-0.97 at 89x48000, 110x38000, 117x36005 and 130x32800, three rounds;
+      // results/step08_tworound_h100.txt, change 29): (d) there. Clusters of 4 keep their rounds
+      // (75x57000 1.04, 80x65536 1.04, 100x65536 1.17).
       if (need == 2 && rows <= 2 * fit && slots <= device_info().cache_slots) return {};
+      if (need == 3 && rows <= device_info().sms && slots <= device_info().cache_slots) return {};
       return c;
     }
     if (rows == fit) return c;

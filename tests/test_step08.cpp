@@ -173,13 +173,15 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
   // than one round allows (4 on an H100); 16x262147: grid groups of 16 in one round, where
   // clusters of 16 would take two; 140x20001: step07's path (d) past one round of clusters of 2;
   // 262147x1: rows of one float (a1); 1x12729, 20x16387, 32x16384 and 8x32771: small matrices
-  // of few rows in clusters of CTAs of 128 threads (change 18).
+  // of few rows in clusters of CTAs of 128 threads (change 18); 117x36005: step07's path (d)
+  // past one round of clusters of 3 (change 29).
   for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{48, 262147},
                         Shape{300, 32771}, Shape{8, 1048579}, Shape{1, 4400003},
                         Shape{3, 5000001}, Shape{1, 8650755}, Shape{1, 9000001},
                         Shape{16, 20000}, Shape{6, 1000003}, Shape{50, 50001},
                         Shape{16, 262147}, Shape{140, 20001}, Shape{262147, 1},
-                        Shape{1, 12729}, Shape{20, 16387}, Shape{32, 16384}, Shape{8, 32771}}) {
+                        Shape{1, 12729}, Shape{20, 16387}, Shape{32, 16384}, Shape{8, 32771},
+                        Shape{117, 36005}}) {
     ::testing::Test::RecordProperty(
         std::to_string(s.rows) + "x" + std::to_string(s.cols),
         step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
@@ -403,6 +405,22 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
                                     step08_cluster::describe(plan));
     EXPECT_TRUE(plan.path == Split::kNone || plan.groups == s.rows)
         << s.rows << "x" << s.cols << ": " << step08_cluster::describe(plan);
+  }
+  // Rows of 3 CTAs' worth past one round of clusters of 3 and of grid groups of 3, at most one a
+  // SM: step07's path (d) (change 29). Where the small clusters of 9-16 take every row in one
+  // round (95x36005 on an H100) or grid groups of 3 do (88x48000), those keep them; past one row
+  // an SM (133x36005), clusters of 3.
+  if (dev.sm_count == 132) {
+    for (const Shape s : {Shape{89, 48000}, Shape{110, 38000}, Shape{117, 36005},
+                          Shape{130, 32800}, Shape{132, 36005}}) {
+      const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
+      EXPECT_EQ(plan.path, Split::kNone) << s.rows << "x" << s.cols << ": "
+                                         << step08_cluster::describe(plan);
+    }
+    EXPECT_EQ(step08_cluster::plan_split(88, 48000).path, Split::kGrid);
+    EXPECT_EQ(step08_cluster::plan_split(88, 48000).groups, 88);
+    EXPECT_EQ(step08_cluster::plan_split(133, 36005).path, Split::kCluster);
+    EXPECT_EQ(step08_cluster::plan_split(133, 36005).parts, 3);
   }
 }
 
