@@ -28,6 +28,9 @@ bool clusters_wanted_at_start() {
 std::atomic<bool> g_clusters_on{clusters_wanted_at_start()};
 
 constexpr int kSlotsPerCta = kSplitThreads * 8;  // the most a part holds: 8 float4 a thread
+// Rows of 3 CTAs' worth that clusters of 3 would take in two rounds go to step07's path (d),
+// one row a block, up to this size of the matrix (change 29).
+constexpr int64_t kRowsInOneWaveBytes = int64_t(18) << 20;
 // Rows per resident cluster from which (g) launches a cluster per two rows (make_split).
 constexpr int64_t kRowsPerClusterForWaves = 8;
 // The most rows a group of (h) takes with TaggedExchange (make_split).
@@ -332,12 +335,16 @@ SplitPlan plan_split(int rows, int cols) {
       // 300x20001, three rounds of clusters, (d) was behind (0.84 against 0.89). Clusters of 3
       // and 4 went both ways against (d) (0.03-0.06 behind at 95-120x36005, 0.14 ahead at
       // 100x50001; change 17). Clusters of 3 in two rounds, where (d) takes every row in one
-      // wave (at most a row an SM), were behind it at each of the five shapes timed (step07's
-      // time over theirs 0.94-0.97 at 89x48000, 110x38000, 117x36005 and 130x32800, three rounds;
-      // results/step08_tworound_h100.txt, change 29): (d) there. Clusters of 4 keep their rounds
-      // (75x57000 1.04, 80x65536 1.04, 100x65536 1.17).
+      // wave (at most a row an SM), were behind it on matrices of up to about 18 MiB (step07's
+      // time over theirs 0.94-0.97 at 89x48000, 110x38000, 117x36005 and 130x32800; 100x40000
+      // and 125x33000 0.93-0.97), level at 105x44444 and 132x36005, and ahead past that
+      // (120x45001 1.04, 128x49152 1.04): (d) up to 18 MiB (change 29; three rounds each,
+      // results/step08_tworound_h100.txt, step08_change29_first_h100.txt). Clusters of 4 keep
+      // their rounds (75x57000 1.04, 80x65536 1.04, 100x65536 1.17).
       if (need == 2 && rows <= 2 * fit && slots <= device_info().cache_slots) return {};
-      if (need == 3 && rows <= device_info().sms && slots <= device_info().cache_slots) return {};
+      if (need == 3 && rows <= device_info().sms && slots <= device_info().cache_slots &&
+          rows * slots * 16 <= kRowsInOneWaveBytes)
+        return {};
       return c;
     }
     if (rows == fit) return c;

@@ -407,20 +407,25 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
         << s.rows << "x" << s.cols << ": " << step08_cluster::describe(plan);
   }
   // Rows of 3 CTAs' worth past one round of clusters of 3 and of grid groups of 3, at most one a
-  // SM: step07's path (d) (change 29). Where the small clusters of 9-16 take every row in one
-  // round (95x36005 on an H100) or grid groups of 3 do (88x48000), those keep them; past one row
-  // an SM (133x36005), clusters of 3.
+  // SM, on matrices of up to 18 MiB: step07's path (d) (change 29). Where the small clusters of
+  // 9-16 take every row in one round (95x36005 on an H100) or grid groups of 3 do (88x48000),
+  // those keep them; past 18 MiB (120x45001, 128x49152, 132x36005) and past one row an SM
+  // (133x36005), clusters of 3.
   if (dev.sm_count == 132) {
     for (const Shape s : {Shape{89, 48000}, Shape{110, 38000}, Shape{117, 36005},
-                          Shape{130, 32800}, Shape{132, 36005}}) {
+                          Shape{130, 32800}, Shape{105, 44444}}) {
       const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
       EXPECT_EQ(plan.path, Split::kNone) << s.rows << "x" << s.cols << ": "
                                          << step08_cluster::describe(plan);
     }
+    for (const Shape s : {Shape{120, 45001}, Shape{128, 49152}, Shape{132, 36005},
+                          Shape{133, 36005}}) {
+      const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
+      EXPECT_EQ(plan.path, Split::kCluster) << s.rows << "x" << s.cols;
+      EXPECT_EQ(plan.parts, 3) << s.rows << "x" << s.cols;
+    }
     EXPECT_EQ(step08_cluster::plan_split(88, 48000).path, Split::kGrid);
     EXPECT_EQ(step08_cluster::plan_split(88, 48000).groups, 88);
-    EXPECT_EQ(step08_cluster::plan_split(133, 36005).path, Split::kCluster);
-    EXPECT_EQ(step08_cluster::plan_split(133, 36005).parts, 3);
   }
 }
 
