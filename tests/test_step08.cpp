@@ -174,14 +174,15 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
   // clusters of 16 would take two; 140x20001: step07's path (d) past one round of clusters of 2;
   // 262147x1: rows of one float (a1); 1x12729, 20x16387, 32x16384 and 8x32771: small matrices
   // of few rows in clusters of CTAs of 128 threads (change 18); 117x36005: step07's path (d)
-  // past one round of clusters of 3 (change 29).
+  // past one round of clusters of 3 (change 29); 70x60001: path (i) in 3 CTAs a row past one round
+  // of clusters of 4 (change 30).
   for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{48, 262147},
                         Shape{300, 32771}, Shape{8, 1048579}, Shape{1, 4400003},
                         Shape{3, 5000001}, Shape{1, 8650755}, Shape{1, 9000001},
                         Shape{16, 20000}, Shape{6, 1000003}, Shape{50, 50001},
                         Shape{16, 262147}, Shape{140, 20001}, Shape{262147, 1},
                         Shape{1, 12729}, Shape{20, 16387}, Shape{32, 16384}, Shape{8, 32771},
-                        Shape{117, 36005}}) {
+                        Shape{117, 36005}, Shape{70, 60001}}) {
     ::testing::Test::RecordProperty(
         std::to_string(s.rows) + "x" + std::to_string(s.cols),
         step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
@@ -426,6 +427,17 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
     }
     EXPECT_EQ(step08_cluster::plan_split(88, 48000).path, Split::kGrid);
     EXPECT_EQ(step08_cluster::plan_split(88, 48000).groups, 88);
+    // Rows of 4 CTAs' worth past one round of clusters of 4 and of grid groups of 4, where 3 CTAs
+    // of path (i) a row take every row in one round (67-88 rows): (i) in 3 (change 30); 66 rows,
+    // grid groups of 4 in one round; 89, clusters of 4.
+    for (const Shape s : {Shape{67, 65536}, Shape{75, 57000}, Shape{88, 52000}}) {
+      const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
+      EXPECT_EQ(plan.path, Split::kHeld) << s.rows << "x" << s.cols;
+      EXPECT_EQ(plan.parts, 3) << s.rows << "x" << s.cols;
+      EXPECT_EQ(plan.groups, s.rows) << s.rows << "x" << s.cols;
+    }
+    EXPECT_EQ(step08_cluster::plan_split(66, 65536).path, Split::kGrid);
+    EXPECT_EQ(step08_cluster::plan_split(89, 52000).path, Split::kCluster);
   }
 }
 
