@@ -348,7 +348,7 @@ SplitPlan plan_split(int rows, int cols) {
       // Rows of 4 CTAs' worth past one round of clusters of 4 and of grid groups of 4 (67-88
       // rows on an H100): path (i) in 3 CTAs a row takes every row in one round. Three rounds
       // each on an H100 (results/step08_held3_band_h100.txt, change 30): 1.03-1.06 of step07's
-      // speed at 67x65536, 70x60000 and 72x63000 where the clusters were 0.93-0.96, 6-11% ahead
+      // speed at 67x65536, 70x60000 and 72x63000 where the clusters were 0.93-0.96, 5-10% ahead
       // of them at 75x57000 and 80x65536, level at 85x50001 and 88x52000.
       if (need == 4 && rows * 3 <= ctas) return make_split(Split::kHeld, 3, rows, cols);
       return c;
