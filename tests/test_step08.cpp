@@ -97,8 +97,9 @@ std::vector<Case> cases() {
   // exchange two pairs a lane), every float4 count at every N % 4, many more rows than fit at
   // once (a cluster per two rows) and parts with no body slots.
   for (int k = 2; k <= 16; ++k) out.push_back({Split::kCluster, k, 12, k * 1024 + 3, 1, 1, 128});
-  // Clusters of 9-16 as the launcher takes them (change 28): exact parts at K = 16, rows off
-  // their boundary at K = 9 and 13, staged; more rows than fit at once at K = 12.
+  // Clusters of 9-16 on shapes change 28 takes: exact parts at K = 16 (16x65536), rows off their
+  // boundary at the launcher's K = 9 (95x36005) and at K = 13 forced on 24x50001 (the launcher
+  // gives it 16), staged; more rows than fit at once at K = 12.
   out.push_back({Split::kCluster, 16, 16, 65536, 0, 0, 128});
   out.push_back({Split::kCluster, 9, 95, 36005, 1, 1, 128});
   out.push_back({Split::kCluster, 13, 24, 50001, 2, 2, 128});

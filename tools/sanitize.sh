@@ -18,8 +18,9 @@
 # on the probe in clusters of 8, 9, 12 and 16 (8 must be clean; what it says of the others is
 # printed, not counted). On an H100 the probe is clean at 9 and 12 too, but step08's own kernel
 # in clusters of 12 (48x196608) gets the same report at its stage barrier's first arrival, and
-# its small clusters of 9 (95x36005) at the exchange's first st.async to another CTA's barrier,
-# code that is clean under synccheck in clusters of up to 8; so the shapes that step08 runs in
+# (in change 28's first runs, whose log was not kept) its small clusters of 9 (95x36005) at the
+# exchange's first st.async to another CTA's barrier, code that is clean under synccheck in
+# clusters of up to 8; so the shapes that step08 runs in
 # clusters of more than 8 on an H100 (synccheck_skip below) get memcheck, racecheck and initcheck
 # and a "synccheck skipped" line.
 # Environment: COMPUTE_SANITIZER (default compute-sanitizer), SOFTMAX_PROFILE (default
