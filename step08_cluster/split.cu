@@ -337,10 +337,11 @@ SplitPlan plan_split(int rows, int cols) {
       // 100x50001; change 17). Clusters of 3 in two rounds, where (d) takes every row in one
       // wave (at most a row an SM), were behind it on matrices of up to about 18 MiB (step07's
       // time over theirs 0.94-0.97 at 89x48000, 110x38000, 117x36005 and 130x32800; 100x40000
-      // 0.97-1.00, 125x33000 0.91-0.92), level at 105x44444, (d) 1-2% ahead of them at 132x36005
-      // (19 MB), and behind past that (120x45001 and 128x49152, 4%): (d) up to 18 MiB (change 29; three rounds each,
-      // results/step08_tworound_h100.txt, step08_change29_first_h100.txt). Clusters of 4 keep
-      // their rounds past the rows that (i) in 3 takes in one (100x65536: 1.17; change 30 below).
+      // 0.97-1.00, 125x33000 0.91-0.92), level at 105x44444, (d) 1-2% ahead of them at
+      // 132x36005 (19 MB), and behind past that (120x45001 and 128x49152, 4%): (d) up to 18 MiB
+      // (change 29; three rounds each, results/step08_tworound_h100.txt,
+      // step08_change29_first_h100.txt). Clusters of 4 keep their rounds past the rows that (i)
+      // in 3 takes in one (100x65536: 1.17; change 30 below).
       if (need == 2 && rows <= 2 * fit && slots <= device_info().cache_slots) return {};
       if (need == 3 && rows <= device_info().sms && slots <= device_info().cache_slots &&
           rows * slots * 16 <= kRowsInOneWaveBytes)

@@ -20,9 +20,8 @@
 # in clusters of 12 (48x196608) gets the same report at its stage barrier's first arrival, and
 # (in change 28's first runs, whose log was not kept) its small clusters of 9 (95x36005) at the
 # exchange's first st.async to another CTA's barrier, code that is clean under synccheck in
-# clusters of up to 8; so the shapes that step08 runs in
-# clusters of more than 8 on an H100 (synccheck_skip below) get memcheck, racecheck and initcheck
-# and a "synccheck skipped" line.
+# clusters of up to 8; so the shapes that step08 runs in clusters of more than 8 on an H100
+# (synccheck_skip below) get memcheck, racecheck and initcheck and a "synccheck skipped" line.
 # Environment: COMPUTE_SANITIZER (default compute-sanitizer), SOFTMAX_PROFILE (default
 # build/softmax_profile), MBARRIER_PROBE (default build/softmax_mbarrier_probe), SANITIZE_TOOLS
 # (default "memcheck racecheck synccheck initcheck").
