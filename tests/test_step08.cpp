@@ -412,7 +412,7 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   // SM, on matrices of up to 18 MiB: step07's path (d) (change 29). Where the small clusters of
   // 9-16 take every row in one round (95x36005 on an H100) or grid groups of 3 do (88x48000),
   // those keep them; past 18 MiB (120x45001, 128x49152, 132x36005) and past one row an SM
-  // (133x36005), clusters of 3.
+  // (133x36005; 133x32772, 17.4 MB, is past the rows bound alone), clusters of 3.
   if (dev.sm_count == 132) {
     for (const Shape s : {Shape{89, 48000}, Shape{110, 38000}, Shape{117, 36005},
                           Shape{130, 32800}, Shape{105, 44444}}) {
@@ -421,7 +421,7 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
                                          << step08_cluster::describe(plan);
     }
     for (const Shape s : {Shape{120, 45001}, Shape{128, 49152}, Shape{132, 36005},
-                          Shape{133, 36005}}) {
+                          Shape{133, 36005}, Shape{133, 32772}}) {
       const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
       EXPECT_EQ(plan.path, Split::kCluster) << s.rows << "x" << s.cols;
       EXPECT_EQ(plan.parts, 3) << s.rows << "x" << s.cols;
