@@ -81,7 +81,9 @@ step07_paths() {
 # reductions one row past that on an H100 (133x4099 off its boundary, 4096x2048). Change 27's
 # stages of 1 MiB: 2 (32x16384), 3 (50x16387, its last stage shorter), 6 (96x16387) and 8
 # (64x32768, 256x8192). Change 28's clusters of 9-16 CTAs of 128 threads: 16x65536 above (K = 16,
-# exact parts), 95x36005 (K = 9) and 24x50001 (K = 16) off their boundary.
+# exact parts), 95x36005 (K = 9) and 24x50001 (K = 16) off their boundary. Change 29's path (d)
+# past one round of clusters of 3 (117x36005 off its boundary) and change 30's path (i) in 3 CTAs a
+# row past one round of clusters of 4 (70x60001 off its boundary, 75x57000).
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -97,6 +99,7 @@ step08_paths() {
     "$s:400000x16+1+1" "$s:100x100" "$s:6000x1155+1+1" "$s:10000x131" "$s:1x12729+3+3" \
     "$s:8x32771+1+1" "$s:61x278531+1+1" "$s:32x16384" "$s:64x32768" "$s:260x8192" \
     "$s:96x16387+1+1" "$s:50x16387+2+2" "$s:95x36005+1+1" "$s:24x50001+2+2" "$s:132x2051+3+3" "$s:133x4099+1+1" "$s:4096x2048" \
+    "$s:117x36005+2+2" "$s:70x60001+1+1" "$s:75x57000" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
