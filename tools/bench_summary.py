@@ -3,7 +3,8 @@
 """Summarise a softmax_bench JSON and check the final step's targets.
 
 Prints GB/s (ratio to memcpy) per implementation at a few N of the grid, each short-rows shape,
-and every implementation's lowest / median ratio over each sweep; then checks the final step's
+and every implementation's lowest / median ratio over each sweep, and lists the timings whose
+median lies more than 5% over their own minimum (disturbed); then checks the final step's
 targets (tools/plot_results.py check_targets, the same list its target-check block renders):
 
   - ratio to memcpy >= 0.95 at every N >= 1024 and >= 0.90 below, on the grid (M = 4096,
@@ -28,6 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import plot_results as pr  # noqa: E402  (the loader and the targets)
+
+SPREAD_LIMIT = 0.05  # a median this far over its own minimum is listed as a disturbed timing
 
 
 def shape_text(res, sweep, shape):
@@ -86,13 +89,32 @@ def report_check(res, step, check, closest):
             print(f"          {at}: not measured ({err})")
         else:
             extra = f" ({check.detail[shape]})" if shape in check.detail else ""
-            print(f"          {at}: {v:.4f}{extra}, margin {v - check.limit:+.4f}")
+            point = res.sweep_points(check.sweep, step).get(shape)
+            spread = ""
+            if point and point.min_us > 0:
+                spread = f"; {step}'s median {100 * (point.median_us / point.min_us - 1):.1f}% over its minimum"
+            print(f"          {at}: {v:.4f}{extra}, margin {v - check.limit:+.4f}{spread}")
     if closest and check.met:
         near = ", ".join(f"{shape_text(res, check.sweep, s)}: {v:.3f}"
                          + (f" ({check.detail[s]})" if s in check.detail else "")
                          for v, s in lowest[:closest])
         print(f"          closest: {near}")
     return check.met
+
+
+def report_spread(res, limit=SPREAD_LIMIT):
+    """Lists the timings whose median lies more than `limit` over their own minimum: a sign that
+    something else ran on the GPU or its clocks moved during that point (a steady kernel's median
+    is within 1-3% of its minimum)."""
+    wide = []
+    for sweep in pr.SWEEPS:
+        for impl, pts in res.sweeps.get(sweep, {}).items():
+            for shape, p in pts.items():
+                if p.min_us > 0 and p.median_us > p.min_us * (1 + limit):
+                    wide.append((p.median_us / p.min_us - 1, impl, sweep, shape))
+    print(f"\ntimings whose median is more than {100 * limit:.0f}% over their minimum: {len(wide)}")
+    for over, impl, sweep, shape in sorted(wide, reverse=True):
+        print(f"  {impl:22} {pr.SWEEP_TITLES[sweep]:11} {shape_text(res, sweep, shape):14} {100 * over:5.1f}%")
 
 
 def main():
@@ -117,6 +139,7 @@ def main():
     if not any(res.sweep_points(sw, step) for sw in pr.SWEEPS):
         print(f"\nno results for {step}")
         return 1
+    report_spread(res)
     checks = pr.check_targets(res, step, extras)
     print(f"\ntargets of {step}:")
     ok = True
