@@ -33,6 +33,11 @@ import plot_results as pr  # noqa: E402  (the loader and the targets)
 SPREAD_LIMIT = 0.05  # a median this far over its own minimum is listed as a disturbed timing
 
 
+def over_minimum(point):
+    """How far a timing's median lies over its own minimum (0.05 = 5%); NaN without a minimum."""
+    return point.median_us / point.min_us - 1 if point.min_us > 0 else float("nan")
+
+
 def shape_text(res, sweep, shape):
     return pr.fmt_shape(res, sweep, shape, times="x").replace("N = ", "N=")
 
@@ -91,8 +96,8 @@ def report_check(res, step, check, closest):
             extra = f" ({check.detail[shape]})" if shape in check.detail else ""
             point = res.sweep_points(check.sweep, step).get(shape)
             spread = ""
-            if point and point.min_us > 0:
-                spread = f"; {step}'s median {100 * (point.median_us / point.min_us - 1):.1f}% over its minimum"
+            if point and not math.isnan(over_minimum(point)):
+                spread = f"; {step}'s median {100 * over_minimum(point):.1f}% over its minimum"
             print(f"          {at}: {v:.4f}{extra}, margin {v - check.limit:+.4f}{spread}")
     if closest and check.met:
         near = ", ".join(f"{shape_text(res, check.sweep, s)}: {v:.3f}"
@@ -110,8 +115,8 @@ def report_spread(res, limit=SPREAD_LIMIT):
     for sweep in pr.SWEEPS:
         for impl, pts in res.sweeps.get(sweep, {}).items():
             for shape, p in pts.items():
-                if p.min_us > 0 and p.median_us > p.min_us * (1 + limit):
-                    wide.append((p.median_us / p.min_us - 1, impl, sweep, shape))
+                if over_minimum(p) > limit:  # False for NaN
+                    wide.append((over_minimum(p), impl, sweep, shape))
     print(f"\ntimings whose median is more than {100 * limit:.0f}% over their minimum: {len(wide)}")
     for over, impl, sweep, shape in sorted(wide, reverse=True):
         print(f"  {impl:22} {pr.SWEEP_TITLES[sweep]:11} {shape_text(res, sweep, shape):14} {100 * over:5.1f}%")
