@@ -240,6 +240,30 @@ TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRule) {
     }
 }
 
+// A warp per aligned row with whole packs (change 31): every pack but the last loaded and stored
+// with no per-lane test, and at 2-3 packs a lane the next row in flight with each warp's last row
+// taken after the loop. The last pack full (N = 256, 384), of 18, 11 and 1 lanes (N = 200, 300,
+// 132); row counts that leave warps one row or two; at 5-6 packs (N = 640, 644) the loop whose
+// last turn loads a row past the end. Every input kind (rows of only -inf, NaN and +inf among
+// them), and the same shapes one float off their 16-byte boundary (no whole packs there).
+TEST_F(Step08Dispatch, WarpRowsWithWholePacks) {
+  const Step* step = find_step("step08_cluster");
+  ASSERT_NE(step, nullptr);
+  struct Shape {
+    int rows, cols;
+  };
+  for (const Shape s : {Shape{4096, 256}, Shape{4097, 256}, Shape{16385, 256}, Shape{4099, 384},
+                        Shape{4100, 300}, Shape{5301, 200}, Shape{8000, 132}, Shape{4096, 640},
+                        Shape{4097, 644}})
+    for (InputKind kind : kAllInputKinds)
+      for (const int offset : {0, 1}) {
+        const VerifyResult r =
+            check_step(*step, s.rows, s.cols, kind, next_seed(), {offset, offset});
+        EXPECT_TRUE(r.ok()) << s.rows << "x" << s.cols << " x+" << offset << " "
+                            << to_string(kind) << ": " << r.report();
+      }
+}
+
 // A block of 128 threads per row (path c, N = 1156-8195) on either side of change 25's rule: with
 // at most one row an SM the chain of one barrier (each warp's own pair, merged behind one
 // barrier), with one more row step07's two block reductions. Every input kind (rows of only -inf,

@@ -83,7 +83,10 @@ step07_paths() {
 # (64x32768, 256x8192). Change 28's clusters of 9-16 CTAs of 128 threads: 16x65536 above (K = 16,
 # exact parts), 95x36005 (K = 9) and 24x50001 (K = 16) off their boundary. Change 29's path (d)
 # past one round of clusters of 3 (117x36005 off its boundary) and change 30's path (i) in 3 CTAs a
-# row past one round of clusters of 4 (70x60001 off its boundary, 75x57000).
+# row past one round of clusters of 4 (70x60001 off its boundary, 75x57000). Change 31's whole
+# packs on aligned rows of a warp: one row a warp (16385x256), the next row in flight with each
+# warp's last row after the loop (4097x256, 4100x300: its last pack 11 lanes), and at 6 packs the
+# loop whose last turn loads a row past the end (4097x644).
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -100,6 +103,7 @@ step08_paths() {
     "$s:8x32771+1+1" "$s:61x278531+1+1" "$s:32x16384" "$s:64x32768" "$s:260x8192" \
     "$s:96x16387+1+1" "$s:50x16387+2+2" "$s:95x36005+1+1" "$s:24x50001+2+2" "$s:132x2051+3+3" "$s:133x4099+1+1" "$s:4096x2048" \
     "$s:117x36005+2+2" "$s:70x60001+1+1" "$s:75x57000" \
+    "$s:16385x256" "$s:4097x256" "$s:4100x300" "$s:4097x644" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
