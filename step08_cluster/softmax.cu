@@ -76,7 +76,6 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
-#include <stdexcept>
 #include <type_traits>
 
 #include "block_rows.cuh"
@@ -147,9 +146,6 @@ bool many_waves(int rows, int cols) {
 template <int kGroup, int kPacks, bool kAligned>
 void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   constexpr bool kWarp = kGroup == kWarpSize;
-  // warp_rows.cuh's whole_pack: an aligned row of a whole warp holds the fewest packs that cover it.
-  if (kWarp && kAligned && !(cols / 4 > kWarpSize * (kPacks - 1) && cols / 4 <= kWarpSize * kPacks))
-    throw std::logic_error("step08_cluster: a warp per row needs the fewest packs that hold it");
   constexpr bool kNextInFlight = kPacks != 4 && kWarp;
   constexpr int kRowsPerBlock = kWarpThreads / kGroup;
   const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;

@@ -49,42 +49,26 @@ __device__ __forceinline__ RowSplit<4, kAligned> lane_split(int lead, int64_t ro
   return r;
 }
 
-// kWhole: a kernel of whole-warp rows on aligned rows that loads only rows that exist (see
-// warp_rows_kernel). Such a row holds kPacks = ceil(N / 128) packs, the fewest that cover it
-// (softmax.cu's launch_warp_rows checks), so every pack but the last is whole and is loaded and
-// stored with no per-lane test (change 31: a test on every pack cost 0.3-1.6% of a launch at the
-// latency floor in side runs).
-template <int kPacks, bool kWhole>
-__device__ __forceinline__ constexpr bool whole_pack(int k) {
-  return kWhole && k < kPacks - 1;
-}
-
-template <int kGroup, int kPacks, bool kAligned, bool kWhole>
+template <int kGroup, int kPacks, bool kAligned>
 __device__ __forceinline__ void load_group_row(const float* x, int lead, int64_t row, int rows,
                                                int cols, int glane, LaneRow<kGroup, kPacks>& v) {
   const auto r = lane_split<kAligned>(lead, row, rows, cols);
   const float4* body = r.body_of(x) + glane;
   const int left = r.body - glane;  // slot k of this lane is in the row when k * kGroup < left
 #pragma unroll
-  for (int k = 0; k < kPacks; ++k)
-    load_item(body + k * kGroup, whole_pack<kPacks, kWhole>(k) || k * kGroup < left, v.body[k]);
-  if constexpr (!kAligned) load_edges(x, r, glane, kGroup, v.head, v.tail);
+  for (int k = 0; k < kPacks; ++k) load_item(body + k * kGroup, k * kGroup < left, v.body[k]);
+  load_edges(x, r, glane, kGroup, v.head, v.tail);
 }
 
 // The softmax of the row a group holds (as load_group_row left it), stored to y. All lanes of
 // the warp must call it together: the shuffles stay inside each group (xor offsets < kGroup).
-template <int kGroup, int kPacks, bool kAligned, bool kWhole>
+template <int kGroup, int kPacks, bool kAligned>
 __device__ __forceinline__ void softmax_group_row(LaneRow<kGroup, kPacks>& v, float* y, int lead,
                                                   int64_t row, int rows, int cols, int glane) {
-  // Aligned rows have no head or tail: their -inf padding would still cost an exponential and
-  // adds on the chain after the last load, since the compiler cannot drop exp(-inf - max) (NaN
-  // where the max is -inf). Without it the result is the same, bit for bit (change 31).
-  float lane_max = max_of(v.body);
-  if constexpr (!kAligned) lane_max = fmaxf(lane_max, fmaxf(max_of(v.head), max_of(v.tail)));
+  const float lane_max = fmaxf(max_of(v.body), fmaxf(max_of(v.head), max_of(v.tail)));
   const float max_val = group_all_reduce<kGroup, true>(lane_max);
-  float lane_sum = exp_in_place(v.body, max_val);
-  if constexpr (!kAligned)
-    lane_sum = lane_sum + exp_in_place(v.head, max_val) + exp_in_place(v.tail, max_val);
+  const float lane_sum =
+      exp_in_place(v.body, max_val) + exp_in_place(v.head, max_val) + exp_in_place(v.tail, max_val);
   const float inv_sum = reciprocal(group_all_reduce<kGroup, false>(lane_sum));
   const auto r = lane_split<kAligned>(lead, row, rows, cols);
   float4* body = r.body_of(y) + glane;
@@ -92,24 +76,18 @@ __device__ __forceinline__ void softmax_group_row(LaneRow<kGroup, kPacks>& v, fl
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
     scale(v.body[k], inv_sum);
-    if (whole_pack<kPacks, kWhole>(k) || k * kGroup < left) store_item(body + k * kGroup, v.body[k]);
+    if (k * kGroup < left) store_item(body + k * kGroup, v.body[k]);
   }
-  if constexpr (!kAligned) {
-    scale(v.head, inv_sum);
-    scale(v.tail, inv_sum);
-    store_edges(y, r, glane, kGroup, v.head, v.tail);
-  }
+  scale(v.head, inv_sum);
+  scale(v.tail, inv_sum);
+  store_edges(y, r, glane, kGroup, v.head, v.tail);
 }
 
 // kNextInFlight = false: load a row, reduce it, store it, take the next.
 // kNextInFlight = true: each group takes at least two rows (the launcher asks for two rounds) and
 // issues the loads of its next row before it reduces the current one, so the shuffles, the
 // exponentials and the stores of one row happen while the next is on its way. Twice the
-// registers. On aligned rows of up to 3 slots a lane the last row of each warp is taken after the
-// loop, with nothing more to load, so every row loaded exists and whole packs need no test
-// (change 31: 1.6-3.3% faster at 2048-4096 rows of 256 and 384 floats; at 8 slots the second
-// copy of the row's code made it 3% slower). Elsewhere the loop's last turn loads a row past the
-// end, which reads nothing.
+// registers.
 // The loop runs over warp-uniform row bases, so all 32 lanes reach every shuffle; a group whose
 // row is past the end takes part with padding and touches no memory. Persistent: grid-stride.
 // With the next row in flight ptxas picks its own register budget (asking for more blocks made
@@ -128,42 +106,22 @@ __global__ void __launch_bounds__(kWarpThreads,
   const int64_t stride = int64_t(gridDim.x) * kWarpsPerBlock * kRowsPerWarp;
   const int group = lane / kGroup;  // which of the warp's rows
   const int lead = lead_of(x);      // y's is the same (the launcher checks)
-  constexpr bool kPeeled = kNextInFlight && kAligned && kPacks <= 3;
-  // Whole packs where every row this kernel loads exists.
-  constexpr bool kWhole =
-      kAligned && kGroup == kWarpSize && kPacks > 1 && (!kNextInFlight || kPeeled);
 
   LaneRow<kGroup, kPacks> v;
-  if constexpr (kPeeled) {
-    static_assert(kGroup == kWarpSize, "the next row in flight is for a warp per row");
-    int64_t row = warp_id;
-    if (row >= rows) return;
-    load_group_row<kGroup, kPacks, kAligned, kWhole>(x, lead, row, rows, cols, glane, v);
-    for (; row + stride < rows; row += stride) {
-      LaneRow<kGroup, kPacks> next;
-      load_group_row<kGroup, kPacks, kAligned, kWhole>(x, lead, row + stride, rows, cols, glane,
-                                                       next);
-      softmax_group_row<kGroup, kPacks, kAligned, kWhole>(v, y, lead, row, rows, cols, glane);
-      v = next;
-    }
-    softmax_group_row<kGroup, kPacks, kAligned, kWhole>(v, y, lead, row, rows, cols, glane);
-    return;
-  }
   if constexpr (kNextInFlight) {
-    load_group_row<kGroup, kPacks, kAligned, kWhole>(x, lead, warp_id * kRowsPerWarp + group, rows,
-                                                     cols, glane, v);
+    load_group_row<kGroup, kPacks, kAligned>(x, lead, warp_id * kRowsPerWarp + group, rows, cols,
+                                             glane, v);
   }
   for (int64_t base = warp_id * kRowsPerWarp; base < rows; base += stride) {
     const int64_t row = base + group;
     if constexpr (kNextInFlight) {
       LaneRow<kGroup, kPacks> next;
-      load_group_row<kGroup, kPacks, kAligned, kWhole>(x, lead, row + stride, rows, cols, glane,
-                                                       next);
-      softmax_group_row<kGroup, kPacks, kAligned, kWhole>(v, y, lead, row, rows, cols, glane);
+      load_group_row<kGroup, kPacks, kAligned>(x, lead, row + stride, rows, cols, glane, next);
+      softmax_group_row<kGroup, kPacks, kAligned>(v, y, lead, row, rows, cols, glane);
       v = next;
     } else {
-      load_group_row<kGroup, kPacks, kAligned, kWhole>(x, lead, row, rows, cols, glane, v);
-      softmax_group_row<kGroup, kPacks, kAligned, kWhole>(v, y, lead, row, rows, cols, glane);
+      load_group_row<kGroup, kPacks, kAligned>(x, lead, row, rows, cols, glane, v);
+      softmax_group_row<kGroup, kPacks, kAligned>(v, y, lead, row, rows, cols, glane);
     }
   }
 }

@@ -240,13 +240,12 @@ TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRule) {
     }
 }
 
-// A warp per aligned row with whole packs (change 31): every pack but the last loaded and stored
-// with no per-lane test, and at 2-3 packs a lane the next row in flight with each warp's last row
-// taken after the loop. The last pack full (N = 256, 384), of 18, 11 and 1 lanes (N = 200, 300,
-// 132); row counts that leave warps one row or two; at 5-6 packs (N = 640, 644) the loop whose
-// last turn loads a row past the end. Every input kind (rows of only -inf, NaN and +inf among
-// them), and the same shapes one float off their 16-byte boundary (no whole packs there).
-TEST_F(Step08Dispatch, WarpRowsWithWholePacks) {
+// A warp per row at 2-6 float4 a lane (path b), aligned and one float off its 16-byte boundary:
+// the last pack full (N = 256, 384), of 18, 11 and 1 lanes (N = 200, 300, 132, 644); row counts
+// that leave warps of the persistent grid one row or two (the next row in flight at 4096-8000
+// rows) and one row a warp (16385x256); every input kind (rows of only -inf, NaN and
+// +inf among them). Written for change 31, which was not kept (docs/notes/step08.md).
+TEST_F(Step08Dispatch, WarpRowsAtTwoToSixPacks) {
   const Step* step = find_step("step08_cluster");
   ASSERT_NE(step, nullptr);
   struct Shape {

@@ -83,10 +83,9 @@ step07_paths() {
 # (64x32768, 256x8192). Change 28's clusters of 9-16 CTAs of 128 threads: 16x65536 above (K = 16,
 # exact parts), 95x36005 (K = 9) and 24x50001 (K = 16) off their boundary. Change 29's path (d)
 # past one round of clusters of 3 (117x36005 off its boundary) and change 30's path (i) in 3 CTAs a
-# row past one round of clusters of 4 (70x60001 off its boundary, 75x57000). Change 31's whole
-# packs on aligned rows of a warp: one row a warp (16385x256), the next row in flight with each
-# warp's last row after the loop (4097x256, 4100x300: its last pack 11 lanes), and at 6 packs the
-# loop whose last turn loads a row past the end (4097x644).
+# row past one round of clusters of 4 (70x60001 off its boundary, 75x57000). A warp per aligned row
+# (path b) at 2, 3 and 6 float4 a lane, its last pack full or part-filled, one row a warp
+# (16385x256) and the persistent grid with the next row in flight (4097x256, 4100x300, 4097x644).
 step08_paths() {
   local s=step08_cluster
   printf '%s
