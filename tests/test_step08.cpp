@@ -241,9 +241,9 @@ TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRule) {
 }
 
 // A warp per row at 2-6 float4 a lane (path b), aligned and one float off its 16-byte boundary:
-// the last pack full (N = 256, 384), of 18, 11 and 1 lanes (N = 200, 300, 132, 644); row counts
-// that leave warps of the persistent grid one row or two (the next row in flight at 4096-8000
-// rows) and one row a warp (16385x256); every input kind (rows of only -inf, NaN and
+// the last pack full (N = 256, 384, 640), of 18 and 11 lanes (N = 200, 300), of 1 lane (N = 132,
+// 644); row counts that leave warps of the persistent grid one row or two (the next row in flight
+// at 4096-8000 rows) and one row a warp (16385x256); every input kind (rows of only -inf, NaN and
 // +inf among them). Written for change 31, which was not kept (docs/notes/step08.md).
 TEST_F(Step08Dispatch, WarpRowsAtTwoToSixPacks) {
   const Step* step = find_step("step08_cluster");
