@@ -16,7 +16,7 @@
 // short and few sweeps.
 //
 // Each benchmark is one Google Benchmark iteration whose manual time is the median of the common
-// timer's runs (L2 flushed before each), so bytes_per_second is the effective bandwidth
+// timer's runs (L2 flushed before each; 200 runs where the shape moves at most 64 MiB, else 30), so bytes_per_second is the effective bandwidth
 // 2*M*N*4 / median. Counters: M, N, GBps, memcpy_GBps, ratio_to_memcpy (a memcpy of the same
 // size, timed interleaved with the step, launch by launch), median_us, min_us, model_bytes (the
 // step's traffic model), and for the baselines final_step_speedup: the baseline's median time
@@ -47,11 +47,25 @@ using softmax::Measurement;
 using softmax::Step;
 
 constexpr int kRows = 4096;  // M of the grid and irregular sweeps
-constexpr int kRuns = 30;
 
 struct Shape {
   int rows, cols;
 };
+
+// Timed launches per point: 30, and 200 where the shape moves at most 64 MiB (2*M*N*4 bytes), a
+// kernel of 25 us or less at the memcpy's speed. Such a kernel varies by a few percent from
+// launch to launch, in steps of the event timer's 32 ns (half a percent at 6 us); over 30 runs
+// the medians of two kernels within 1% of each other changed order from process to process
+// (docs/notes/step08.md, "Timed runs"). The L2 flush before each launch, not the kernel, sets
+// the cost of a run at these sizes (about 0.1 ms).
+constexpr int kRuns = 30;
+constexpr int kShortRuns = 200;
+constexpr int64_t kShortBytes = int64_t(64) << 20;
+
+int runs_for(Shape sh) {
+  const int64_t bytes = int64_t(2) * sh.rows * sh.cols * int64_t(sizeof(float));
+  return bytes <= kShortBytes ? kShortRuns : kRuns;
+}
 
 // grid: N = 128*i, i = 2..128; coarse: 256, 512, 768, then every 1024.
 std::vector<Shape> grid(bool coarse) {
@@ -150,7 +164,7 @@ void bench_step(benchmark::State& state, Context* ctx, Step step, Shape sh,
   for (auto _ : state) {
     try {
       report(state,
-             softmax::measure(step, ctx->timer, ctx->buffers, sh.rows, sh.cols, kRuns,
+             softmax::measure(step, ctx->timer, ctx->buffers, sh.rows, sh.cols, runs_for(sh),
                               rival ? &*rival : nullptr),
              step.name);
     } catch (const std::exception& e) {
@@ -167,7 +181,7 @@ void bench_memcpy(benchmark::State& state, Context* ctx, Shape sh) {
     m.rows = sh.rows;
     m.cols = sh.cols;
     const size_t bytes = size_t(sh.rows) * sh.cols * sizeof(float);
-    m.kernel = m.memcpy = ctx->timer.time_memcpy(ctx->buffers.y(), ctx->buffers.x(), bytes, kRuns);
+    m.kernel = m.memcpy = ctx->timer.time_memcpy(ctx->buffers.y(), ctx->buffers.x(), bytes, runs_for(sh));
     m.gbps = m.memcpy_gbps = softmax::effective_gbps(sh.rows, sh.cols, m.kernel.median_ms);
     m.ratio = 1.0;
     m.model_bytes = softmax::kIdealTraffic.bytes(sh.rows, sh.cols);
@@ -213,7 +227,11 @@ int main(int argc, char** argv) {
                                 "step00_naive,step01_online: grid N=256,512,768 then every 1024; "
                                 "irregular k%8==0 or k%32 in {3,5,6}; short: all; long: N=2^k only; "
                                 "few: all");
-    benchmark::AddCustomContext("timed_runs", std::to_string(kRuns));
+    benchmark::AddCustomContext("timed_runs", std::to_string(kShortRuns) + " or " + std::to_string(kRuns));
+    benchmark::AddCustomContext("timed_runs_rule", std::to_string(kShortRuns) +
+                                                       " launches where 2·M·N·4 ≤ " +
+                                                       std::to_string(kShortBytes >> 20) +
+                                                       " MiB, " + std::to_string(kRuns) + " above");
     std::string order = "memcpy";
     for (const Step& s : softmax::all_steps()) order += std::string(",") + s.name;
     for (const Step& s : baselines::all()) order += std::string(",") + s.name;

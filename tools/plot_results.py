@@ -351,8 +351,10 @@ def method_line(res: Results, n_desc: str, shapes: Optional[str] = None) -> str:
     """How the numbers were measured; `shapes` replaces 'M = rows, n_desc' when given."""
     when = ("timed interleaved with it, launch by launch"
             if res.ctx("memcpy_timing", "").startswith("interleaved") else "measured in the same run")
+    # A run that times some shapes more often than others says so in timed_runs_rule.
+    runs = res.ctx("timed_runs_rule", "") or f"{res.ctx('timed_runs', '?')} launches"
     return (f"{shapes + ';' if shapes else f'M = {res.rows} rows, {n_desc},'} float32. GB/s = 2·M·N·4 bytes / median "
-            f"time of {res.ctx('timed_runs', '?')} launches, L2 flushed before each; ratio = against a "
+            f"time of {runs}, L2 flushed before each; ratio = against a "
             f"device-to-device memcpy of the same bytes, {when}.")
 
 

@@ -36,8 +36,8 @@ Method, as in common/timer.cu: each shape gets fresh seeded inputs (normal value
 peak per row). Before anything is timed, torch and triton are each checked against a softmax
 computed by torch in float64 on the upcast input: every element within 1e-5, every row summing to
 1 within 1e-4; triton's output is poisoned with NaN first and has guard zones either side, so an
-unwritten element or a write out of bounds fails too. Then 3 warm-up launches of each; then 30
-rounds, each timing memcpy, torch and triton once, in an order that rotates from round to round
+unwritten element or a write out of bounds fails too. Then 3 warm-up launches of each; then 200
+rounds where the shape moves at most 64 MiB (2*M*N*4 bytes) and 30 above, as softmax_bench, each timing memcpy, torch and triton once, in an order that rotates from round to round
 (round i starts with implementation i mod the number timed), so drift reaches all of them alike.
 Before each timed launch L2 is flushed (a write of max(2 x L2, 64 MB) followed by a read of it)
 and the GPU is given a ~50 us spin (torch.cuda._sleep, touching no memory) so that Python's launch
@@ -78,7 +78,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import plot_results as pr  # noqa: E402  (provenance helpers)
 
-RUNS = 30
+RUNS = 30                      # timed launches per point, as softmax_bench: 30, and
+SHORT_RUNS = 200               # 200 where the shape moves at most SHORT_BYTES (2*M*N*4)
+SHORT_BYTES = 64 << 20
 WARMUP = 3
 EXIT_NO_GPU = 77
 SPIN_CYCLES = 100_000          # about 50 us at 2 GHz: covers the launch latency of Python
@@ -162,6 +164,13 @@ class L2Flush:
         self.count += 1
         self.buf.fill_(self.count & 0xFF)
         self.sink = self.words.sum()   # a reduction kernel reads every byte; result unused
+
+
+def runs_for(rows: int, cols: int, runs: Optional[int]) -> int:
+    """Timed launches at rows x cols: `runs` when given, else softmax_bench's rule."""
+    if runs is not None:
+        return runs
+    return SHORT_RUNS if 2 * rows * cols * 4 <= SHORT_BYTES else RUNS
 
 
 def time_interleaved(torch, fns: Sequence[Callable[[], object]], flush: L2Flush, runs: int,
@@ -436,12 +445,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--sweeps", type=parse_sweeps, default=list(SWEEPS), metavar="LIST",
                     help=f"comma-separated sweeps to run (default: {','.join(SWEEPS)})")
     ap.add_argument("--no-triton", action="store_true", help="time torch.softmax alone")
-    ap.add_argument("--runs", type=int, default=RUNS, help=f"timed launches per point (default {RUNS})")
+    ap.add_argument("--runs", type=int, default=None,
+                    help=f"timed launches per point (default: {SHORT_RUNS} where the shape moves at "
+                         f"most {SHORT_BYTES >> 20} MiB, else {RUNS}, as softmax_bench)")
     ap.add_argument("--commit", help="commit to record (default: git's HEAD, -dirty if modified)")
     ap.add_argument("--command", help="command to record (default: this command line)")
     args = ap.parse_args(argv)
     argv = list(sys.argv[1:] if argv is None else argv)
-    if args.runs < 1:
+    if args.runs is not None and args.runs < 1:
         ap.error("--runs must be at least 1")
 
     try:
@@ -490,7 +501,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "runtime_cuda": str(torch.version.cuda),
         **nvidia_smi_facts(),
         "rows": str(ROWS),
-        "timed_runs": str(args.runs),
+        "timed_runs": str(args.runs) if args.runs is not None else f"{SHORT_RUNS} or {RUNS}",
+        **({} if args.runs is not None else {"timed_runs_rule": (
+            f"{SHORT_RUNS} launches where 2·M·N·4 ≤ {SHORT_BYTES >> 20} MiB, {RUNS} above")}),
         "sweeps": "; ".join(SWEEP_TEXT[s] for s in args.sweeps),
         "implementations": ",".join(impls),
         **{f"lesson:{i}": LESSONS[i] for i in impls},
@@ -533,7 +546,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         names.append("triton")
                         fns.append(tri.launcher(launch, y_tri, x))
                 del ref
-                times = time_interleaved(torch, fns, flush, args.runs, WARMUP)
+                times = time_interleaved(torch, fns, flush, runs_for(rows, cols, args.runs), WARMUP)
                 copy_ms = times[0][0]
                 line = []
                 for impl, (med, lo) in zip(names, times):
