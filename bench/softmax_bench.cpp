@@ -52,20 +52,9 @@ struct Shape {
   int rows, cols;
 };
 
-// Timed launches per point: 30, and 200 where the shape moves at most 64 MiB (2*M*N*4 bytes), a
-// kernel of 25 us or less at the memcpy's speed. Such a kernel varies by a few percent from
-// launch to launch, in steps of the event timer's 32 ns (half a percent at 6 us); over 30 runs
-// the medians of two kernels within 1% of each other changed order from process to process
-// (docs/notes/step08.md, "Timed runs"). The L2 flush before each launch, not the kernel, sets
-// the cost of a run at these sizes (about 0.1 ms).
-constexpr int kRuns = 30;
-constexpr int kShortRuns = 200;
-constexpr int64_t kShortBytes = int64_t(64) << 20;
-
-int runs_for(Shape sh) {
-  const int64_t bytes = int64_t(2) * sh.rows * sh.cols * int64_t(sizeof(float));
-  return bytes <= kShortBytes ? kShortRuns : kRuns;
-}
+// Timed launches per point: softmax::sweep_runs (common/timer.h), 200 where the shape moves at
+// most 64 MiB, else 30.
+int runs_for(Shape sh) { return softmax::sweep_runs(sh.rows, sh.cols); }
 
 // grid: N = 128*i, i = 2..128; coarse: 256, 512, 768, then every 1024.
 std::vector<Shape> grid(bool coarse) {
@@ -227,11 +216,9 @@ int main(int argc, char** argv) {
                                 "step00_naive,step01_online: grid N=256,512,768 then every 1024; "
                                 "irregular k%8==0 or k%32 in {3,5,6}; short: all; long: N=2^k only; "
                                 "few: all");
-    benchmark::AddCustomContext("timed_runs", std::to_string(kShortRuns) + " or " + std::to_string(kRuns));
-    benchmark::AddCustomContext("timed_runs_rule", std::to_string(kShortRuns) +
-                                                       " launches where 2·M·N·4 ≤ " +
-                                                       std::to_string(kShortBytes >> 20) +
-                                                       " MiB, " + std::to_string(kRuns) + " above");
+    benchmark::AddCustomContext("timed_runs", std::to_string(softmax::kShortShapeRuns) + " or " +
+                                                  std::to_string(softmax::kSweepRuns));
+    benchmark::AddCustomContext("timed_runs_rule", softmax::kSweepRunsRule);
     std::string order = "memcpy";
     for (const Step& s : softmax::all_steps()) order += std::string(",") + s.name;
     for (const Step& s : baselines::all()) order += std::string(",") + s.name;

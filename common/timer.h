@@ -22,6 +22,20 @@ inline constexpr int kDefaultRuns = 50;
 inline constexpr int kMinRuns = 20;
 inline constexpr int kWarmupRuns = 3;
 
+// The benchmark's and the shape scan's rule: 30 timed runs, and 200 where the shape moves at most
+// 64 MiB (2*M*N*4 bytes), a kernel of 25 us or less at the memcpy's speed. Such a kernel varies by
+// a few percent from launch to launch, in steps of the event timer's 32 ns (half a percent at
+// 6 us), and over 30 runs the medians of two kernels within 1% of each other changed order from
+// process to process (docs/notes/step08.md, "Timed runs"). The L2 flush before each launch, not
+// the kernel, sets the cost of a run at these sizes (about 0.1 ms).
+inline constexpr int kSweepRuns = 30;
+inline constexpr int kShortShapeRuns = 200;
+inline constexpr long long kShortShapeBytes = 64LL << 20;
+inline constexpr const char* kSweepRunsRule = "200 launches where 2·M·N·4 ≤ 64 MiB, 30 above";
+inline constexpr int sweep_runs(long long rows, long long cols) {
+  return 2 * rows * cols * 4 <= kShortShapeBytes ? kShortShapeRuns : kSweepRuns;
+}
+
 struct Timing {
   double median_ms = 0;
   double min_ms = 0;

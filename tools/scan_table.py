@@ -99,9 +99,12 @@ def render_summary(scan: Scan, md_path: Path, root: Path) -> str:
     extra = len(scan.shapes) - d.get("drawn", len(scan.shapes))
     if extra > 0:
         drawn += f", and {extra} given"
+    iters = d.get("iters", "?")
+    # An int: that many launches at every shape; a string: the rule the scan applied per shape.
+    runs = f"{iters} launches" if isinstance(iters, int) else str(iters)
     note = (f"{drawn}; each verified against the CPU reference up to 2^25 elements, then memcpy, "
-            f"step07, step08 and cuDNN timed in the same rounds, median of {d.get('iters', '?')} "
-            "launches, L2 flushed before each.")
+            f"step07, step08 and cuDNN timed in the same rounds, median of {runs}, L2 flushed "
+            "before each.")
     return "\n".join([table, "", note, "", scan.source_line(md_path, root)])
 
 

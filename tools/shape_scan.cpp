@@ -8,10 +8,11 @@
 //   build/softmax_shape_scan [--seed S] [--count K] [--iters R] [--json FILE] [ROWSxCOLS ...]
 //   build/softmax_shape_scan --list [--seed S] [--count K]    the shapes only (no GPU needed)
 //
-// Defaults: seed 1, 48 shapes, 30 timed rounds. Shapes given as arguments are scanned after the
-// drawn ones (--count 0: only those). A shape of more than 2^25 elements is timed but not
-// verified (the double-precision CPU reference would take seconds each; the tests verify every
-// path at that size). The JSON (tools/scan_table.py renders it) is written only when every
+// Defaults: seed 1, 48 shapes, timed rounds as the benchmark's (softmax::sweep_runs: 200 where a
+// shape moves at most 64 MiB, 30 above; --iters R: R at every shape). Shapes given as arguments
+// are scanned after the drawn ones (--count 0: only those). A shape of more than 2^25 elements
+// is timed but not verified (the double-precision CPU reference would take seconds each; the
+// tests verify every path at that size). The JSON (tools/scan_table.py renders it) is written only when every
 // verified shape passed. Exit codes: 0 ok, 1 a verification or CUDA failure, 2 bad usage,
 // 77 no GPU.
 #include <algorithm>
@@ -97,7 +98,7 @@ std::string utc_date() {
 
 int main(int argc, char** argv) {
   uint64_t seed = 1;
-  int count = 48, iters = 30;
+  int count = 48, iters = 0;  // 0: softmax::sweep_runs per shape, as the benchmark
   std::string json_path;
   bool list = false;
   std::vector<Shape> given;
@@ -185,7 +186,8 @@ int main(int argc, char** argv) {
         e.push_back([&](cudaStream_t st) {
           baselines::cudnn().launch(buf.x(), buf.y(), s.rows, s.cols, st);
         });
-      const std::vector<softmax::Timing> t = timer.time_interleaved(e, iters);
+      const std::vector<softmax::Timing> t =
+          timer.time_interleaved(e, iters > 0 ? iters : softmax::sweep_runs(s.rows, s.cols));
       r.memcpy_us = t[0].median_ms * 1e3;
       r.step07_us = t[1].median_ms * 1e3;
       r.step08_us = t[2].median_ms * 1e3;
@@ -202,9 +204,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
     return 1;
   }
-  std::printf("\nratios: to a memcpy of the same bytes timed in the same rounds (median of %d); "
+  const std::string runs_text =
+      iters > 0 ? std::to_string(iters) + " launches" : std::string(softmax::kSweepRunsRule);
+  std::printf("\nratios: to a memcpy of the same bytes timed in the same rounds (median of %s); "
               "08/cuDNN: cuDNN's median time over step08's (> 1: step08 faster)\n",
-              iters);
+              runs_text.c_str());
   if (failed > 0) {
     std::fprintf(stderr, "%s: %d shape(s) FAILED verification; no JSON written\n", argv[0],
                  failed);
@@ -227,7 +231,7 @@ int main(int argc, char** argv) {
   j.field("cluster_fit", step08_cluster::cluster_fit_report());
   j.field("seed", static_cast<long long>(seed));
   j.field("drawn", count);
-  j.field("iters", iters);
+  j.field("iters", runs_text);
   j.field("cudnn", with_cudnn);
   j.begin_array("shapes");
   for (const Row& r : rows) {
