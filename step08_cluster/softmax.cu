@@ -21,6 +21,8 @@
 // | (a1) | N = 1         | 1          | the matrix as one vector, 4 rows a float4 | single_rows.cuh |
 // | (a') | unaligned     | 2..131     | tiles of rows via shared memory, 1-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
+// | (b4) | matrix under 31 KB an SM  | 33..1024 | a warp per row, 4-byte accesses, lane l | warp_rows.cuh |
+// |      |               |            | holding l, l + 32, ...; one row a warp   |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
 // |      |               |            | many rows: 4-8 lanes, 2-4 slots each     |                |
 // | (b)  | <= 288 (***)  | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
@@ -202,6 +204,18 @@ void launch_single(const float* x, float* y, int rows, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
+// (b4): a warp per row, ceil(N / 32) floats a lane in 4-byte accesses, one row a warp, no
+// persistent grid (warp_rows.cuh says why).
+void launch_strided(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  constexpr int kWarpsPerBlock = kWarpThreads / kWarpSize;
+  const int64_t blocks = (int64_t(rows) + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  with_packs<2, kStridedMaxPer>((cols + kWarpSize - 1) / kWarpSize, [&](auto p) {
+    strided_rows_kernel<decltype(p)::value>
+        <<<static_cast<unsigned>(blocks), kWarpThreads, 0, stream>>>(x, y, rows, cols);
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
 // (a'): one tile of rows per block, kGroup lanes per row, kPerLane = ceil(N / kGroup) elements
 // a lane (the kernel relies on it being exact).
 template <int kGroup, int kPerLane>
@@ -306,6 +320,9 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // (g) and (h): long rows, and few rows, over several SMs.
   const SplitPlan plan = plan_split(rows, cols);
   if (plan.path != Split::kNone) return launch_split(plan, x, y, rows, cols, stream);
+  // (b4) rows of 33-1024 floats, any alignment, on a matrix loaded all at once.
+  if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer && latency_bound(rows, cols))
+    return launch_strided(x, y, rows, cols, stream);
   // The most body slots a row can have, whatever its alignment: floor(N/4).
   const int64_t slots = cols / 4;
   const bool aligned = ux % 16 == 0 && cols % 4 == 0;

@@ -263,6 +263,33 @@ TEST_F(Step08Dispatch, WarpRowsAtTwoToSixPacks) {
       }
 }
 
+// Path (b4), a warp per row in 4-byte accesses, on matrices loaded all at once (under 31 KB of
+// input an SM): the shortest and longest rows it takes (33, 1024), rows whose last 32 floats fill
+// one lane (1001) or all (256), part-filled ones (61, 190, 999); one row, a few, a last block of
+// one or two rows, and the most rows under the bound with one more beside it (another path);
+// every input kind; x and y on their 16-byte boundary and 1 and 3 floats off it (the path asks
+// nothing of alignment).
+TEST_F(Step08Dispatch, StridedRowsOnSmallMatrices) {
+  const Step* step = find_step("step08_cluster");
+  ASSERT_NE(step, nullptr);
+  const int64_t bound = int64_t(31) * 1024 * query_device().sm_count;  // bytes of input
+  const auto most_rows = [&](int cols) { return int((bound - 1) / (4 * int64_t(cols))); };
+  struct Shape {
+    int rows, cols;
+  };
+  for (const Shape s : {Shape{1, 33}, Shape{7, 33}, Shape{5, 1024}, Shape{3, 1001},
+                        Shape{1000, 999}, Shape{2777, 190}, Shape{2049, 256},
+                        Shape{most_rows(61), 61}, Shape{most_rows(61) + 1, 61},
+                        Shape{most_rows(1024), 1024}, Shape{most_rows(1024) + 1, 1024}})
+    for (InputKind kind : kAllInputKinds)
+      for (const int offset : {0, 1, 3}) {
+        const VerifyResult r =
+            check_step(*step, s.rows, s.cols, kind, next_seed(), {offset, offset});
+        EXPECT_TRUE(r.ok()) << s.rows << "x" << s.cols << " x+" << offset << " "
+                            << to_string(kind) << ": " << r.report();
+      }
+}
+
 // A block of 128 threads per row (path c, N = 1156-8195) on either side of change 25's rule: with
 // at most one row an SM the chain of one barrier (each warp's own pair, merged behind one
 // barrier), with one more row step07's two block reductions. Every input kind (rows of only -inf,
