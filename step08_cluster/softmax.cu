@@ -22,7 +22,7 @@
 // | (a') | unaligned     | 2..131     | tiles of rows via shared memory, 1-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
 // | (b4) | matrix under 31 KB an SM  | 33..1024 | a warp per row, 4-byte accesses, lane l | warp_rows.cuh |
-// |      |               |            | holding l, l + 32, ...; one row a warp   |                |
+// |      | (not 1-7 rows over 768)    | holding l, l + 32, ...; one row a warp   |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
 // |      |               |            | many rows: 4-8 lanes, 2-4 slots each     |                |
 // | (b)  | <= 288 (***)  | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
@@ -320,8 +320,12 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // (g) and (h): long rows, and few rows, over several SMs.
   const SplitPlan plan = plan_split(rows, cols);
   if (plan.path != Split::kNone) return launch_split(plan, x, y, rows, cols, stream);
-  // (b4) rows of 33-1024 floats, any alignment, on a matrix loaded all at once.
-  if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer && latency_bound(rows, cols))
+  // (b4) rows of 33-1024 floats, any alignment, on a matrix loaded all at once; not 1-7 rows of
+  // more than 768 floats, where one warp's 25-32 accesses a lane, one after another, measured 1-5%
+  // slower than (b)'s float4 slots (1-4 rows of 1001-1024; 7x766 and 8x1024 were 10% faster;
+  // docs/notes/step08.md, change 32).
+  if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer && latency_bound(rows, cols) &&
+      (rows >= 8 || cols <= 768))
     return launch_strided(x, y, rows, cols, stream);
   // The most body slots a row can have, whatever its alignment: floor(N/4).
   const int64_t slots = cols / 4;

@@ -265,10 +265,11 @@ TEST_F(Step08Dispatch, WarpRowsAtTwoToSixPacks) {
 
 // Path (b4), a warp per row in 4-byte accesses, on matrices loaded all at once (under 31 KB of
 // input an SM): the shortest and longest rows it takes (33, 1024), rows whose last 32 floats fill
-// one lane (1001) or all (256), part-filled ones (61, 190, 999); one row, a few, a last block of
-// one or two rows, and the most rows under the bound with one more beside it (another path);
-// every input kind; x and y on their 16-byte boundary and 1 and 3 floats off it (the path asks
-// nothing of alignment).
+// one lane (1001) or all (256), part-filled ones (61, 190, 766, 999); one row, a few, a last block
+// of one or two rows, either side of the rule that leaves 1-7 rows of more than 768 floats to
+// path (b) (7x1024, 3x1001 there; 8x1024, 8x1001, 7x766 here), and the most rows under the bound
+// with one more beside it (another path); every input kind; x and y on their 16-byte boundary and
+// 1 and 3 floats off it (the path asks nothing of alignment).
 TEST_F(Step08Dispatch, StridedRowsOnSmallMatrices) {
   const Step* step = find_step("step08_cluster");
   ASSERT_NE(step, nullptr);
@@ -277,7 +278,8 @@ TEST_F(Step08Dispatch, StridedRowsOnSmallMatrices) {
   struct Shape {
     int rows, cols;
   };
-  for (const Shape s : {Shape{1, 33}, Shape{7, 33}, Shape{5, 1024}, Shape{3, 1001},
+  for (const Shape s : {Shape{1, 33}, Shape{7, 33}, Shape{7, 1024}, Shape{8, 1024},
+                        Shape{3, 1001}, Shape{8, 1001}, Shape{7, 766}, Shape{1, 700},
                         Shape{1000, 999}, Shape{2777, 190}, Shape{2049, 256},
                         Shape{most_rows(61), 61}, Shape{most_rows(61) + 1, 61},
                         Shape{most_rows(1024), 1024}, Shape{most_rows(1024) + 1, 1024}})

@@ -86,7 +86,7 @@ step07_paths() {
 # row past one round of clusters of 4 (70x60001 off its boundary, 75x57000). A warp per aligned row
 # (path b) at 2, 3 and 6 float4 a lane, its last pack full or part-filled, one row a warp
 # (16385x256) and the persistent grid with the next row in flight (4097x256, 4100x300, 4097x644).
-# Change 32's path (b4), 4-byte accesses a warp per row on matrices loaded at once: 7x33, 3x1001,
+# Change 32's path (b4), 4-byte accesses a warp per row on matrices loaded at once: 7x33, 8x1001,
 # 2777x190 and 1000x999, on and off their boundary.
 step08_paths() {
   local s=step08_cluster
@@ -105,7 +105,7 @@ step08_paths() {
     "$s:96x16387+1+1" "$s:50x16387+2+2" "$s:95x36005+1+1" "$s:24x50001+2+2" "$s:132x2051+3+3" "$s:133x4099+1+1" "$s:4096x2048" \
     "$s:117x36005+2+2" "$s:70x60001+1+1" "$s:75x57000" \
     "$s:16385x256" "$s:4097x256" "$s:4100x300" "$s:4097x644" \
-    "$s:7x33+2+2" "$s:3x1001" "$s:2777x190+1+1" "$s:1000x999+3+3" \
+    "$s:7x33+2+2" "$s:8x1001" "$s:2777x190+1+1" "$s:1000x999+3+3" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
