@@ -22,7 +22,7 @@
 // | (a') | unaligned     | 2..131     | tiles of rows via shared memory, 1-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
 // | (b4) | matrix under 31 KB an SM  | 33..1024 | a warp per row, 4-byte accesses, lane l | warp_rows.cuh |
-// |      | (not 1-7 rows over 768)    | holding l, l + 32, ...; one row a warp   |                |
+// |      | (not 1-7 rows over 768)   |          | holding l, l + 32, ...; one row a warp   |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
 // |      |               |            | many rows: 4-8 lanes, 2-4 slots each     |                |
 // | (b)  | <= 288 (***)  | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
@@ -50,7 +50,8 @@
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages
-//   (about 8.6M floats on an H100), every shape runs step07's paths (a)-(f), whose reasons follow.
+//   (about 8.6M floats on an H100), every shape runs step07's paths (a)-(f) and this step's (a1)
+//   and (b4); the reasons for (a)-(f) follow.
 //   (a) a full warp on a row of 32 floats would
 //   leave 24 of 32 lanes idle; on many rows, fewer lanes with 2-4 slots each measured 1-3% faster
 //   than one slot a lane (change 18). (a') unaligned rows of 17-131 floats lose more to the
@@ -322,8 +323,9 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   if (plan.path != Split::kNone) return launch_split(plan, x, y, rows, cols, stream);
   // (b4) rows of 33-1024 floats, any alignment, on a matrix loaded all at once; not 1-7 rows of
   // more than 768 floats, where one warp's 25-32 accesses a lane, one after another, measured 1-5%
-  // slower than (b)'s float4 slots (1-4 rows of 1001-1024; 7x766 and 8x1024 were 10% faster;
-  // docs/notes/step08.md, change 32).
+  // behind step07's float4 slots (1-4 rows of 1001-1024; 7x766 and 8x1024 were 10-14% ahead of
+  // step07; whether 8 rows is the right edge against path (b) is open: docs/notes/step08.md,
+  // change 32).
   if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer && latency_bound(rows, cols) &&
       (rows >= 8 || cols <= 768))
     return launch_strided(x, y, rows, cols, stream);

@@ -264,9 +264,9 @@ TEST_F(Step08Dispatch, WarpRowsAtTwoToSixPacks) {
 }
 
 // Path (b4), a warp per row in 4-byte accesses, on matrices loaded all at once (under 31 KB of
-// input an SM): the shortest and longest rows it takes (33, 1024), rows whose last 32 floats fill
-// one lane (1001) or all (256), part-filled ones (61, 190, 766, 999); one row, a few, a last block
-// of one or two rows, either side of the rule that leaves 1-7 rows of more than 768 floats to
+// input an SM, on an H100; fewer SMs move the bound): the shortest and longest rows it takes (33,
+// whose last stride fills one lane, and 1024), rows whose last stride fills all lanes (256) or
+// part of them (61, 190, 700, 766, 999, 1001); one row, a few, a last block of one or two rows, either side of the rule that leaves 1-7 rows of more than 768 floats to
 // path (b) (7x1024, 3x1001 there; 8x1024, 8x1001, 7x766 here), and the most rows under the bound
 // with one more beside it (another path); every input kind; x and y on their 16-byte boundary and
 // 1 and 3 floats off it (the path asks nothing of alignment).
