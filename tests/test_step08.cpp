@@ -10,6 +10,7 @@
 // runs.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -154,6 +155,26 @@ INSTANTIATE_TEST_SUITE_P(step08, Step08Split, ::testing::ValuesIn(cases()),
                            return case_name(info.param);
                          });
 
+struct RowsCols {
+  int rows, cols;
+};
+
+// step08 against the reference at each shape, for every input kind, with x and y both `offset`
+// floats past their 16-byte boundary for each offset given.
+void expect_every_kind_matches(const std::vector<RowsCols>& shapes,
+                               std::initializer_list<int> offsets) {
+  const Step* step = find_step("step08_cluster");
+  ASSERT_NE(step, nullptr);
+  for (const RowsCols s : shapes)
+    for (InputKind kind : kAllInputKinds)
+      for (const int offset : offsets) {
+        const VerifyResult r =
+            check_step(*step, s.rows, s.cols, kind, next_seed(), {offset, offset});
+        EXPECT_TRUE(r.ok()) << s.rows << "x" << s.cols << " x+" << offset << " "
+                            << to_string(kind) << ": " << r.report();
+      }
+}
+
 // The launcher's own choice on shapes that reach each of its branches, at every pair of x and y
 // offsets for one of them (offsets that differ modulo 4 floats go to step07's 4-byte path f).
 class Step08Dispatch : public testing::GpuTest<> {};
@@ -246,50 +267,27 @@ TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRule) {
 // at 4096-8000 rows) and one row a warp (16385x256); every input kind (rows of only -inf, NaN and
 // +inf among them). Written for change 31, which was not kept (docs/notes/step08.md).
 TEST_F(Step08Dispatch, WarpRowsAtTwoToSixPacks) {
-  const Step* step = find_step("step08_cluster");
-  ASSERT_NE(step, nullptr);
-  struct Shape {
-    int rows, cols;
-  };
-  for (const Shape s : {Shape{4096, 256}, Shape{4097, 256}, Shape{16385, 256}, Shape{4099, 384},
-                        Shape{4100, 300}, Shape{5301, 200}, Shape{8000, 132}, Shape{4096, 640},
-                        Shape{4097, 644}})
-    for (InputKind kind : kAllInputKinds)
-      for (const int offset : {0, 1}) {
-        const VerifyResult r =
-            check_step(*step, s.rows, s.cols, kind, next_seed(), {offset, offset});
-        EXPECT_TRUE(r.ok()) << s.rows << "x" << s.cols << " x+" << offset << " "
-                            << to_string(kind) << ": " << r.report();
-      }
+  expect_every_kind_matches({{4096, 256}, {4097, 256}, {16385, 256}, {4099, 384}, {4100, 300},
+                             {5301, 200}, {8000, 132}, {4096, 640}, {4097, 644}},
+                            {0, 1});
 }
 
 // Path (b4), a warp per row in 4-byte accesses, on matrices loaded all at once (under 31 KB of
 // input an SM, on an H100; fewer SMs move the bound): the shortest and longest rows it takes (33,
 // whose last stride fills one lane, and 1024), rows whose last stride fills all lanes (256) or
-// part of them (61, 190, 700, 766, 999, 1001); one row, a few, a last block of one or two rows, either side of the rule that leaves 1-7 rows of more than 768 floats to
-// path (b) (7x1024, 3x1001 there; 8x1024, 8x1001, 7x766 here), and the most rows under the bound
-// with one more beside it (another path); every input kind; x and y on their 16-byte boundary and
-// 1 and 3 floats off it (the path asks nothing of alignment).
+// part of them (61, 190, 700, 766, 999, 1001); one row, a few, a last block of one or two rows,
+// either side of the rule that leaves 1-7 rows of more than 768 floats to path (b) (7x1024,
+// 3x1001 there; 8x1024, 8x1001, 7x766 here), and the most rows under the bound with one more
+// beside it (another path); every input kind; x and y on their 16-byte boundary and 1 and 3
+// floats off it (the path asks nothing of alignment).
 TEST_F(Step08Dispatch, StridedRowsOnSmallMatrices) {
-  const Step* step = find_step("step08_cluster");
-  ASSERT_NE(step, nullptr);
   const int64_t bound = int64_t(31) * 1024 * query_device().sm_count;  // bytes of input
   const auto most_rows = [&](int cols) { return int((bound - 1) / (4 * int64_t(cols))); };
-  struct Shape {
-    int rows, cols;
-  };
-  for (const Shape s : {Shape{1, 33}, Shape{7, 33}, Shape{7, 1024}, Shape{8, 1024},
-                        Shape{3, 1001}, Shape{8, 1001}, Shape{7, 766}, Shape{1, 700},
-                        Shape{1000, 999}, Shape{2777, 190}, Shape{2049, 256},
-                        Shape{most_rows(61), 61}, Shape{most_rows(61) + 1, 61},
-                        Shape{most_rows(1024), 1024}, Shape{most_rows(1024) + 1, 1024}})
-    for (InputKind kind : kAllInputKinds)
-      for (const int offset : {0, 1, 3}) {
-        const VerifyResult r =
-            check_step(*step, s.rows, s.cols, kind, next_seed(), {offset, offset});
-        EXPECT_TRUE(r.ok()) << s.rows << "x" << s.cols << " x+" << offset << " "
-                            << to_string(kind) << ": " << r.report();
-      }
+  expect_every_kind_matches({{1, 33}, {7, 33}, {7, 1024}, {8, 1024}, {3, 1001}, {8, 1001},
+                             {7, 766}, {1, 700}, {1000, 999}, {2777, 190}, {2049, 256},
+                             {most_rows(61), 61}, {most_rows(61) + 1, 61},
+                             {most_rows(1024), 1024}, {most_rows(1024) + 1, 1024}},
+                            {0, 1, 3});
 }
 
 // A block of 128 threads per row (path c, N = 1156-8195) on either side of change 25's rule: with
