@@ -16,12 +16,13 @@
 // short and few sweeps.
 //
 // Each benchmark is one Google Benchmark iteration whose manual time is the median of the common
-// timer's runs (L2 flushed before each; 200 runs where the shape moves at most 64 MiB, else 30), so bytes_per_second is the effective bandwidth
-// 2*M*N*4 / median. Counters: M, N, GBps, memcpy_GBps, ratio_to_memcpy (a memcpy of the same
-// size, timed interleaved with the step, launch by launch), median_us, min_us, model_bytes (the
-// step's traffic model), and for the baselines final_step_speedup: the baseline's median time
-// over the final step's, the two timed in the same rounds (> 1: the final step is faster). The
-// memcpy entries are a memcpy timed on its own, at the start of each sweep.
+// timer's runs (L2 flushed before each; 200 runs where the shape moves at most 64 MiB, else 30),
+// so bytes_per_second is the effective bandwidth 2*M*N*4 / median. Counters: M, N, GBps,
+// memcpy_GBps, ratio_to_memcpy (a memcpy of the same size, timed interleaved with the step, launch
+// by launch), median_us, min_us, model_bytes (the step's traffic model), and for the baselines
+// final_step_speedup: the baseline's median time over the final step's, the two timed in the same
+// rounds (> 1: the final step is faster). The memcpy entries are a memcpy timed on its own, at the
+// start of each sweep.
 //
 //   ./build/bench/softmax_bench --benchmark_out=results.json --benchmark_out_format=json
 //   ./build/bench/softmax_bench --benchmark_filter='step07|memcpy'
@@ -51,10 +52,6 @@ constexpr int kRows = 4096;  // M of the grid and irregular sweeps
 struct Shape {
   int rows, cols;
 };
-
-// Timed launches per point: softmax::sweep_runs (common/timer.h), 200 where the shape moves at
-// most 64 MiB, else 30.
-int runs_for(Shape sh) { return softmax::sweep_runs(sh.rows, sh.cols); }
 
 // grid: N = 128*i, i = 2..128; coarse: 256, 512, 768, then every 1024.
 std::vector<Shape> grid(bool coarse) {
@@ -153,7 +150,8 @@ void bench_step(benchmark::State& state, Context* ctx, Step step, Shape sh,
   for (auto _ : state) {
     try {
       report(state,
-             softmax::measure(step, ctx->timer, ctx->buffers, sh.rows, sh.cols, runs_for(sh),
+             softmax::measure(step, ctx->timer, ctx->buffers, sh.rows, sh.cols,
+                              softmax::sweep_runs(sh.rows, sh.cols),
                               rival ? &*rival : nullptr),
              step.name);
     } catch (const std::exception& e) {
@@ -170,7 +168,8 @@ void bench_memcpy(benchmark::State& state, Context* ctx, Shape sh) {
     m.rows = sh.rows;
     m.cols = sh.cols;
     const size_t bytes = size_t(sh.rows) * sh.cols * sizeof(float);
-    m.kernel = m.memcpy = ctx->timer.time_memcpy(ctx->buffers.y(), ctx->buffers.x(), bytes, runs_for(sh));
+    m.kernel = m.memcpy = ctx->timer.time_memcpy(ctx->buffers.y(), ctx->buffers.x(), bytes,
+                                                 softmax::sweep_runs(sh.rows, sh.cols));
     m.gbps = m.memcpy_gbps = softmax::effective_gbps(sh.rows, sh.cols, m.kernel.median_ms);
     m.ratio = 1.0;
     m.model_bytes = softmax::kIdealTraffic.bytes(sh.rows, sh.cols);

@@ -21,8 +21,8 @@
 // | (a1) | N = 1         | 1          | the matrix as one vector, 4 rows a float4 | single_rows.cuh |
 // | (a') | unaligned     | 2..131     | tiles of rows via shared memory, 1-16    | tile_rows.cuh  |
 // |      | 2.5 tiles/SM  |            | lanes a row (many rows only)             |                |
-// | (b4) | matrix under 31 KB an SM  | 33..1024 | a warp per row, 4-byte accesses, lane l | warp_rows.cuh |
-// |      | (not 1-7 rows over 768)   |          | holding l, l + 32, ...; one row a warp   |                |
+// | (b4) | small matrix (+) | 33..1024 | a warp per row, 4-byte accesses, lane l | warp_rows.cuh |
+// |      |               |            | holding l, l + 32, ...; one row a warp   |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
 // |      |               |            | many rows: 4-8 lanes, 2-4 slots each     |                |
 // | (b)  | <= 288 (***)  | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
@@ -35,6 +35,7 @@
 //     one round of clusters of 2-16 CTAs of 128 threads (9-16 past 8192), at most 8 CTAs an SM,
 //     take those, one row each (changes 18, 19, 24 and 28).
 // (**) only without clusters: on sm_90 these rows take (g).
+// (+) under 31 KB of input an SM (latency_bound), but not 1-7 rows of more than 768 floats.
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).
 // step07's paths with seven changes (docs/notes/step08.md, changes 14, 15, 17, 22, 23 and 25):

@@ -134,8 +134,9 @@ __global__ void __launch_bounds__(kWarpThreads,
 // the row's alignment. The launcher takes it for rows of 33-1024 floats on matrices small enough
 // to be loaded all at once (latency_bound), one row a warp: there the time is the chain from the
 // launch to the last store, not the number of instructions: in a side program this mapping was
-// up to 5% faster than the float4 slots of paths (a) and (b) at 13 such shapes, aligned rows included, and
-// ahead of cuDNN, which uses the same layout, at all of them (docs/notes/step08.md, change 32).
+// up to 5% faster than the float4 slots of paths (a) and (b) at 13 such shapes, aligned rows
+// included, and ahead of cuDNN, which uses the same layout, at all of them (docs/notes/step08.md,
+// change 32).
 template <int kPer>
 __global__ void __launch_bounds__(kWarpThreads)
     strided_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {

@@ -12,9 +12,9 @@
 // shape moves at most 64 MiB, 30 above; --iters R: R at every shape). Shapes given as arguments
 // are scanned after the drawn ones (--count 0: only those). A shape of more than 2^25 elements
 // is timed but not verified (the double-precision CPU reference would take seconds each; the
-// tests verify every path at that size). The JSON (tools/scan_table.py renders it) is written only when every
-// verified shape passed. Exit codes: 0 ok, 1 a verification or CUDA failure, 2 bad usage,
-// 77 no GPU.
+// tests verify every path at that size). The JSON (tools/scan_table.py renders it) is written
+// only when every verified shape passed. Exit codes: 0 ok, 1 a verification or CUDA failure, 2
+// bad usage, 77 no GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
