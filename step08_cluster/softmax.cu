@@ -35,7 +35,8 @@
 //     one round of clusters of 2-16 CTAs of 128 threads (9-16 past 8192), at most 8 CTAs an SM,
 //     take those, one row each (changes 18, 19, 24 and 28).
 // (**) only without clusters: on sm_90 these rows take (g).
-// (+) under 31 KB of input an SM (latency_bound), but not 1-7 rows of more than 768 floats.
+// (+) under 31 KB of input an SM (latency_bound), or under 64 KB with every row's warp resident
+//     at once (strided_reach); not 1-7 rows of more than 768 floats.
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).
 // step07's paths with seven changes (docs/notes/step08.md, changes 14, 15, 17, 22, 23 and 25):
@@ -127,7 +128,9 @@ int64_t twentieths_of_waves(int rows) {
 // aligned row of 57-64 slots (N = 228-256), where one row per warp measured 0.5-4% faster from
 // 0.80 to 1.3 waves (6800x256 to 11000x228), level at 0.76 and the persistent grid 1% faster at
 // 0.73 (6144x256); rows of 56 slots and fewer lost 0.5-2% with it (7000x168 to 6400x224), so
-// they keep 1.5 (change 22). (Aligned rows of 4 slots a lane at 1 wave were tried and not kept:
+// they keep 1.5 (change 22; since change 33 path (b4) takes these rows below one wave of its
+// warps and 64 KB an SM, 8448 rows of 228-256 floats on an H100, so the rule acts from there to
+// 1.5 waves). (Aligned rows of 4 slots a lane at 1 wave were tried and not kept:
 // 0.5-2% faster at 400-448 floats, 1-1.5% slower at 8192x512 and 9216x512; change 23.)
 template <int kGroup, int kPacks, bool kAligned>
 bool many_waves(int rows, int cols) {
@@ -216,6 +219,27 @@ void launch_strided(const float* x, float* y, int rows, int cols, cudaStream_t s
         <<<static_cast<unsigned>(blocks), kWarpThreads, 0, stream>>>(x, y, rows, cols);
     CUDA_CHECK_LAUNCH();
   });
+}
+
+// Whether (b4) takes a matrix (rows of 33-1024 floats): under 31 KB of input an SM
+// (latency_bound), or under 64 KB an SM (8.65 MB on 132 SMs) when the GPU holds a warp of the
+// kernel for this row length for every row at once (8448 warps on an H100 up to 256 floats a
+// row, 4224 at 768, 3168 at 1024: the kernel's registers decide). Against paths (a) and (b)
+// (docs/notes/step08.md, change 33): 0.5-4% faster at 4096-8400 rows of 256-388 floats and at
+// 2048x1024 (32-65 KB an SM), level at 4096x485 and 4096x512; at 72-111 KB an SM from 3.5% ahead
+// (4096x640) to 8% behind (4000x900); past one wave of its warps 1-4% behind (12288x384,
+// 8192x768, 4096x1024).
+bool strided_reach(int rows, int cols) {
+  if (latency_bound(rows, cols)) return true;
+  constexpr int64_t kBytesPerSm = 64 * 1024;
+  const int sms = device_info().sms;
+  if (int64_t(rows) * cols * int64_t(sizeof(float)) >= kBytesPerSm * sms) return false;
+  int64_t warps = 0;
+  with_packs<2, kStridedMaxPer>((cols + kWarpSize - 1) / kWarpSize, [&](auto p) {
+    warps = int64_t(blocks_per_sm(strided_rows_kernel<decltype(p)::value>, kWarpThreads, 0)) *
+            sms * (kWarpThreads / kWarpSize);
+  });
+  return rows <= warps;
 }
 
 // (a'): one tile of rows per block, kGroup lanes per row, kPerLane = ceil(N / kGroup) elements
@@ -327,7 +351,7 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // behind step07's float4 slots (1-4 rows of 1001-1024; 7x766 and 8x1024 were 10-14% ahead of
   // step07; whether 8 rows is the right edge against path (b) is open: docs/notes/step08.md,
   // change 32).
-  if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer && latency_bound(rows, cols) &&
+  if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer && strided_reach(rows, cols) &&
       (rows >= 8 || cols <= 768))
     return launch_strided(x, y, rows, cols, stream);
   // The most body slots a row can have, whatever its alignment: floor(N/4).

@@ -222,14 +222,16 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
     }
 }
 
-// A warp per aligned row of 57-64 slots (path b, N = 228-256) on either side of change 22's rule,
-// one row per warp from 0.75 waves of blocks (on an H100: 6144 rows the persistent grid with the
-// next row in flight, 6400 and 8192 one row per warp), an odd row count on each side, and rows of
-// 56 slots (N = 224), which keep the rule of 1.5 waves.
+// A warp per aligned row of 56-64 slots (path b, N = 224-256) where path (b4) gives way to it, and
+// either side of the waves that change 22's rule counts. On an H100 (b4) takes these rows up to
+// one wave of its warps (8448) and under 64 KB an SM: 8448 rows of 224 and 228 floats and 8447 of
+// 256 are its, one row more is not. Past that, rows of 57-64 slots (N = 228, 256) take one row per warp (change 22: from 0.75 waves of
+// blocks, so from where (b4) leaves off), and rows of 56 slots (N = 224) the persistent grid with
+// the next row in flight (8449, 12600 rows) up to 1.5 waves, one row per warp from there (12673).
 TEST_F(Step08Dispatch, WarpRowsEitherSideOfTheWaveRule) {
   const Step* step = find_step("step08_cluster");
   ASSERT_NE(step, nullptr);
-  for (const int rows : {6144, 6145, 6400, 8191, 8192})
+  for (const int rows : {8447, 8448, 8449, 12600, 12673})
     for (const int cols : {256, 228, 224})
       for (InputKind kind : {InputKind::kNormal, InputKind::kMaxAtEnds}) {
         const VerifyResult r = check_step(*step, rows, cols, kind, next_seed(), {0, 0});
@@ -243,7 +245,8 @@ TEST_F(Step08Dispatch, WarpRowsEitherSideOfTheWaveRule) {
 // boundary, take the persistent grid with the next row in flight from 0.9 waves of blocks (5701
 // rows) to 1.5 (from 9501 rows one row per warp), and without it below; aligned rows the
 // persistent grid without it below 1.5 waves (9501 rows), as step07 (both sides of one wave,
-// 6333 rows, where a rule tried for them was not kept).
+// 6333 rows, where a rule tried for them was not kept). Every shape here is past path (b4)'s
+// reach (64 KB of input an SM; 4500x515 is 9.3 MB).
 TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRule) {
   const Step* step = find_step("step08_cluster");
   ASSERT_NE(step, nullptr);
@@ -252,7 +255,7 @@ TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRule) {
   };
   for (const Case c : {Case{6332, 512, 0}, Case{6333, 400, 0}, Case{7168, 448, 0},
                        Case{5700, 509, 0}, Case{5701, 450, 0}, Case{8191, 509, 0},
-                       Case{9502, 389, 0}, Case{6144, 448, 1}, Case{4096, 515, 2}})
+                       Case{9502, 389, 0}, Case{6144, 448, 1}, Case{4500, 515, 2}})
     for (InputKind kind : {InputKind::kNormal, InputKind::kMaxAtEnds}) {
       const VerifyResult r =
           check_step(*step, c.rows, c.cols, kind, next_seed(), {c.offset, c.offset});
@@ -264,29 +267,40 @@ TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRule) {
 // A warp per row at 2-6 float4 a lane (path b), aligned and one float off its 16-byte boundary:
 // the last pack full (N = 256, 384, 640), of 18 and 11 lanes (N = 200, 300), of 1 lane (N = 132,
 // 644); row counts that leave warps of the persistent grid one row or two (the next row in flight
-// at 4096-8000 rows) and one row a warp (16385x256); every input kind (rows of only -inf, NaN and
-// +inf among them). Written for change 31, which was not kept (docs/notes/step08.md).
+// at 6000-9001 rows) and one row a warp (8448x256, change 22's rule; 16385x256); all past path
+// (b4)'s reach on an H100 (more rows than one wave of its warps, or 64 KB of input an SM); every
+// input kind (rows of only -inf, NaN and +inf among them). Written for change 31, which was not
+// kept (docs/notes/step08.md); the shapes moved past (b4) in change 33.
 TEST_F(Step08Dispatch, WarpRowsAtTwoToSixPacks) {
-  expect_every_kind_matches({{4096, 256}, {4097, 256}, {16385, 256}, {4099, 384}, {4100, 300},
-                             {5301, 200}, {8000, 132}, {4096, 640}, {4097, 644}},
+  expect_every_kind_matches({{9000, 200}, {9001, 132}, {8448, 256}, {16385, 256}, {6000, 384},
+                             {7300, 300}, {4096, 640}, {4097, 644}},
                             {0, 1});
 }
 
 // Path (b4), a warp per row in 4-byte accesses, on matrices loaded all at once (under 31 KB of
-// input an SM, on an H100; fewer SMs move the bound): the shortest and longest rows it takes (33,
-// whose last stride fills one lane, and 1024), rows whose last stride fills all lanes (256) or
-// part of them (61, 190, 700, 766, 999, 1001); one row, a few, a last block of one or two rows,
-// either side of the rule that leaves 1-7 rows of more than 768 floats to path (b) (7x1024,
-// 3x1001 there; 8x1024, 8x1001, 7x766 here), and the most rows under the bound with one more
-// beside it (another path); every input kind; x and y on their 16-byte boundary and 1 and 3
-// floats off it (the path asks nothing of alignment).
+// input an SM, or under 64 KB with a warp resident for every row; on an H100 or H200, fewer SMs
+// move the bounds): the shortest and longest rows it takes (33, whose last stride fills one lane,
+// and 1024), rows whose last stride fills all lanes (256) or part of them (61, 190, 257, 700,
+// 766, 999, 1001); one row, a few, a last block of one or two rows, either side of the rule that
+// leaves 1-7 rows of more than 768 floats to path (b) (7x1024, 3x1001 there; 8x1024, 8x1001,
+// 7x766 here), the most rows under each byte bound with one more beside it (on another path but
+// at 1023x1024, which the second bound takes), and either side of one wave of warps at 128 floats
+// (8448 on 132 SMs: the 4.3 MB of 8448x128 are past 31 KB an SM, under 64); every input kind; x
+// and y on their 16-byte boundary and 1 and 3 floats off it (the path asks nothing of
+// alignment).
 TEST_F(Step08Dispatch, StridedRowsOnSmallMatrices) {
-  const int64_t bound = int64_t(31) * 1024 * query_device().sm_count;  // bytes of input
-  const auto most_rows = [&](int cols) { return int((bound - 1) / (4 * int64_t(cols))); };
+  const int64_t sms = query_device().sm_count;
+  const auto most_rows = [&](int64_t kb, int cols) {
+    return int((kb * 1024 * sms - 1) / (4 * int64_t(cols)));
+  };
+  const int waves = 64 * int(sms);  // warps of the kernel at 128 floats a row (full occupancy)
   expect_every_kind_matches({{1, 33}, {7, 33}, {7, 1024}, {8, 1024}, {3, 1001}, {8, 1001},
                              {7, 766}, {1, 700}, {1000, 999}, {2777, 190}, {2049, 256},
-                             {most_rows(61), 61}, {most_rows(61) + 1, 61},
-                             {most_rows(1024), 1024}, {most_rows(1024) + 1, 1024}},
+                             {6144, 257}, {most_rows(31, 61), 61}, {most_rows(31, 61) + 1, 61},
+                             {most_rows(31, 1024), 1024}, {most_rows(31, 1024) + 1, 1024},
+                             {most_rows(64, 1024), 1024}, {most_rows(64, 1024) + 1, 1024},
+                             {most_rows(64, 256), 256}, {most_rows(64, 256) + 1, 256},
+                             {waves, 128}, {waves + 1, 128}},
                             {0, 1, 3});
 }
 
