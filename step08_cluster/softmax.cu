@@ -346,11 +346,11 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // (g) and (h): long rows, and few rows, over several SMs.
   const SplitPlan plan = plan_split(rows, cols);
   if (plan.path != Split::kNone) return launch_split(plan, x, y, rows, cols, stream);
-  // (b4) rows of 33-1024 floats, any alignment, on a matrix loaded all at once; not 1-7 rows of
-  // more than 768 floats, where one warp's 25-32 accesses a lane, one after another, measured 1-5%
-  // behind step07's float4 slots (1-4 rows of 1001-1024; 7x766 and 8x1024 were 10-14% ahead of
-  // step07; whether 8 rows is the right edge against path (b) is open: docs/notes/step08.md,
-  // change 32).
+  // (b4) rows of 33-1024 floats, any alignment, on a matrix loaded all at once (strided_reach);
+  // not 1-7 rows of more than 768 floats, where one warp's 25-32 accesses a lane, one after
+  // another, measured 1-5% behind step07's float4 slots (1-4 rows of 1001-1024; 7x766 and 8x1024
+  // were 10-14% ahead of step07; against path (b), 8-32 rows of 800-1024 floats were level:
+  // docs/notes/step08.md, changes 32 and 33).
   if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer && strided_reach(rows, cols) &&
       (rows >= 8 || cols <= 768))
     return launch_strided(x, y, rows, cols, stream);
