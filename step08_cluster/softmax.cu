@@ -36,7 +36,8 @@
 //     take those, one row each (changes 18, 19, 24 and 28).
 // (**) only without clusters: on sm_90 these rows take (g).
 // (+) under 31 KB of input an SM (latency_bound), or under 64 KB with every row's warp resident
-//     at once (strided_reach); not 1-7 rows of more than 768 floats.
+//     at once (strided_reach); not 1-7 rows of more than 768 floats, nor more than 32 rows an SM
+//     of 33-64 floats.
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).
 // step07's paths with seven changes (docs/notes/step08.md, changes 14, 15, 17, 22, 23 and 25):
@@ -350,9 +351,13 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // not 1-7 rows of more than 768 floats, where one warp's 25-32 accesses a lane, one after
   // another, measured 1-5% behind step07's float4 slots (1-4 rows of 1001-1024; 7x766 and 8x1024
   // were 10-14% ahead of step07; against path (b), 8-32 rows of 800-1024 floats were level:
-  // docs/notes/step08.md, changes 32 and 33).
+  // docs/notes/step08.md, changes 32 and 33); and rows of 33-64 floats only up to 32 rows an SM
+  // (4224 on an H100): past that step07's paths (at 5144x44, path a: two rows a warp in groups of
+  // 16 lanes) measured 3-11% faster (5144x44 to 12000x44), where up to 4000 rows (b4) was level
+  // or 1-4% ahead (change 34).
+  const bool many_short_rows = cols <= 2 * kWarpSize && rows > 32 * device_info().sms;
   if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer && strided_reach(rows, cols) &&
-      (rows >= 8 || cols <= 768))
+      (rows >= 8 || cols <= 768) && !many_short_rows)
     return launch_strided(x, y, rows, cols, stream);
   // The most body slots a row can have, whatever its alignment: floor(N/4).
   const int64_t slots = cols / 4;

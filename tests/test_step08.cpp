@@ -280,14 +280,15 @@ TEST_F(Step08Dispatch, WarpRowsAtTwoToSixPacks) {
 // Path (b4), a warp per row in 4-byte accesses, on matrices loaded all at once (under 31 KB of
 // input an SM, or under 64 KB with a warp resident for every row; on an H100 or H200, fewer SMs
 // move the bounds): the shortest and longest rows it takes (33, whose last stride fills one lane,
-// and 1024), rows whose last stride fills all lanes (256) or part of them (61, 190, 257, 700,
+// and 1024), rows whose last stride fills all lanes (256) or part of them (61, 100, 190, 257, 700,
 // 766, 999, 1001); one row, a few, a last block of one or two rows, either side of the rule that
 // leaves 1-7 rows of more than 768 floats to path (b) (7x1024, 3x1001 there; 8x1024, 8x1001,
-// 7x766 here), the most rows under each byte bound with one more beside it (on another path but
-// at 1023x1024, which the second bound takes), and either side of one wave of warps at 128 floats
-// (8448 on 132 SMs: the 4.3 MB of 8448x128 are past 31 KB an SM, under 64); every input kind; x
-// and y on their 16-byte boundary and 1 and 3 floats off it (the path asks nothing of
-// alignment).
+// 7x766 here), either side of the rule that leaves more than 32 rows an SM of 33-64 floats to
+// step07's paths (4224 and 4225 rows of 61 on 132 SMs), the most rows under each byte bound with
+// one more beside it (on another path but at 1023x1024, which the second bound takes), and either
+// side of one wave of warps at 128 floats (8448 on 132 SMs: the 4.3 MB of 8448x128 are past 31 KB
+// an SM, under 64); every input kind; x and y on their 16-byte boundary and 1 and 3 floats off it
+// (the path asks nothing of alignment).
 TEST_F(Step08Dispatch, StridedRowsOnSmallMatrices) {
   const int64_t sms = query_device().sm_count;
   const auto most_rows = [&](int64_t kb, int cols) {
@@ -296,7 +297,8 @@ TEST_F(Step08Dispatch, StridedRowsOnSmallMatrices) {
   const int waves = 64 * int(sms);  // warps of the kernel at 128 floats a row (full occupancy)
   expect_every_kind_matches({{1, 33}, {7, 33}, {7, 1024}, {8, 1024}, {3, 1001}, {8, 1001},
                              {7, 766}, {1, 700}, {1000, 999}, {2777, 190}, {2049, 256},
-                             {6144, 257}, {most_rows(31, 61), 61}, {most_rows(31, 61) + 1, 61},
+                             {6144, 257}, {32 * int(sms), 61}, {32 * int(sms) + 1, 61},
+                             {most_rows(31, 100), 100}, {most_rows(31, 100) + 1, 100},
                              {most_rows(31, 1024), 1024}, {most_rows(31, 1024) + 1, 1024},
                              {most_rows(64, 1024), 1024}, {most_rows(64, 1024) + 1, 1024},
                              {most_rows(64, 256), 256}, {most_rows(64, 256) + 1, 256},
