@@ -227,9 +227,9 @@ void launch_strided(const float* x, float* y, int rows, int cols, cudaStream_t s
 // kernel for this row length for every row at once (8448 warps on an H100 up to 256 floats a
 // row, 4224 at 768, 3168 at 1024: the kernel's registers decide). Against paths (a) and (b)
 // (docs/notes/step08.md, change 33): 0.5-4% faster at 4096-8400 rows of 256-388 floats and at
-// 2048x1024 (32-65 KB an SM), level at 4096x485 and 4096x512; at 72-111 KB an SM from 3.5% ahead
-// (4096x640) to 8% behind (4000x900); past one wave of its warps 1-4% behind (12288x384,
-// 8192x768, 4096x1024).
+// 2048x1024 (31-64 KB an SM), level at 4096x485 and 4096x512; at 70-109 KB an SM from 3.5% ahead
+// (4096x640) to 8% behind (4000x900); past one wave of its warps 1-5% behind (16384x512 to
+// 4096x1024, 12288x384 and 8192x768 among them).
 bool strided_reach(int rows, int cols) {
   if (latency_bound(rows, cols)) return true;
   constexpr int64_t kBytesPerSm = 64 * 1024;
