@@ -130,9 +130,9 @@ int64_t twentieths_of_waves(int rows) {
 // 0.80 to 1.3 waves (6800x256 to 11000x228), level at 0.76 and the persistent grid 1% faster at
 // 0.73 (6144x256); rows of 56 slots and fewer lost 0.5-2% with it (7000x168 to 6400x224), so
 // they keep 1.5 (change 22; since change 33 path (b4) takes these rows below one wave of its
-// warps and 64 KB an SM, 8448 rows of 228-256 floats on an H100, so the rule acts from there to
-// 1.5 waves). (Aligned rows of 4 slots a lane at 1 wave were tried and not kept:
-// 0.5-2% faster at 400-448 floats, 1-1.5% slower at 8192x512 and 9216x512; change 23.)
+// warps and 64 KB an SM, 8448 rows of 228 floats and 8447 of 256 on an H100, so the rule acts from
+// there to 1.5 waves). (Aligned rows of 4 slots a lane at 1 wave were tried and not kept: 0.5-2%
+// faster at 400-448 floats, 1-1.5% slower at 8192x512 and 9216x512; change 23.)
 template <int kGroup, int kPacks, bool kAligned>
 bool many_waves(int rows, int cols) {
   constexpr bool kWarp = kGroup == kWarpSize;
@@ -224,8 +224,9 @@ void launch_strided(const float* x, float* y, int rows, int cols, cudaStream_t s
 
 // Whether (b4) takes a matrix (rows of 33-1024 floats): under 31 KB of input an SM
 // (latency_bound), or under 64 KB an SM (8.65 MB on 132 SMs) when the GPU holds a warp of the
-// kernel for this row length for every row at once (8448 warps on an H100 up to 256 floats a
-// row, 4224 at 768, 3168 at 1024: the kernel's registers decide). Against paths (a) and (b)
+// kernel for this row length for every row at once (8448 warps on an H100 up to 416 floats a
+// row, 4752 at 768, 3696 at 1024: the kernel's registers decide; from about 420 floats the 64 KB
+// bound is the tighter). Against paths (a) and (b)
 // (docs/notes/step08.md, change 33): 0.5-4% faster at 4096-8400 rows of 256-388 floats and at
 // 2048x1024 (31-64 KB an SM), level at 4096x485 and 4096x512; at 70-109 KB an SM from 3.5% ahead
 // (4096x640) to 8% behind (4000x900); past one wave of its warps 1-5% behind (16384x512 to
@@ -353,8 +354,8 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // were 10-14% ahead of step07; against path (b), 8-32 rows of 800-1024 floats were level:
   // docs/notes/step08.md, changes 32 and 33); and rows of 33-64 floats only up to 32 rows an SM
   // (4224 on an H100): past that step07's paths (at 5144x44, path a: two rows a warp in groups of
-  // 16 lanes) measured 3-11% faster (5144x44 to 12000x44), where up to 4000 rows (b4) was level
-  // or 1-4% ahead (change 34).
+  // 16 lanes) measured 3-13% faster (5144x44 to 12000x44), where up to 4000 rows (b4) was level
+  // or up to 6% ahead (change 34).
   const bool many_short_rows = cols <= 2 * kWarpSize && rows > 32 * device_info().sms;
   if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer && strided_reach(rows, cols) &&
       (rows >= 8 || cols <= 768) && !many_short_rows)

@@ -132,11 +132,13 @@ __global__ void __launch_bounds__(kWarpThreads,
 // Path (b4): a warp per row, lane l holding elements l, l + 32, l + 64, ... (kPer of them), each
 // a 4-byte access predicated on its column, so there is no head, no tail and nothing asked of
 // the row's alignment. The launcher takes it for rows of 33-1024 floats on matrices small enough
-// to be loaded all at once (latency_bound), one row a warp: there the time is the chain from the
-// launch to the last store, not the number of instructions: in a side program this mapping was
-// up to 5% faster than the float4 slots of paths (a) and (b) at 13 such shapes, aligned rows
-// included, and ahead of cuDNN, which uses the same layout, at all of them (docs/notes/step08.md,
-// change 32).
+// to be loaded all at once (softmax.cu's strided_reach: under 31 KB of input an SM, or under 64
+// KB with a warp resident for every row; not 1-7 rows of more than 768 floats, nor more than 32
+// rows an SM of 33-64 floats), one row a warp: there the time is the chain from the launch to
+// the last store, not the number of instructions: in a side program this mapping was up to 5%
+// faster than the float4 slots of paths (a) and (b) at 13 such shapes, aligned rows included,
+// and ahead of cuDNN, which uses the same layout, at all of them (docs/notes/step08.md, changes
+// 32-34).
 template <int kPer>
 __global__ void __launch_bounds__(kWarpThreads)
     strided_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {

@@ -225,9 +225,10 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
 // A warp per aligned row of 56-64 slots (path b, N = 224-256) where path (b4) gives way to it, and
 // either side of the waves that change 22's rule counts. On an H100 (b4) takes these rows up to
 // one wave of its warps (8448) and under 64 KB an SM: 8448 rows of 224 and 228 floats and 8447 of
-// 256 are its, one row more is not. Past that, rows of 57-64 slots (N = 228, 256) take one row per warp (change 22: from 0.75 waves of
-// blocks, so from where (b4) leaves off), and rows of 56 slots (N = 224) the persistent grid with
-// the next row in flight (8449, 12600 rows) up to 1.5 waves, one row per warp from there (12673).
+// 256 are its, one row more is not. Past that, rows of 57-64 slots (N = 228, 256) take one row
+// per warp (change 22: from 0.75 waves of blocks, so from where (b4) leaves off), and rows of 56
+// slots (N = 224) the persistent grid with the next row in flight (8449, 12600 rows) up to 1.5
+// waves, one row per warp from there (12673).
 TEST_F(Step08Dispatch, WarpRowsEitherSideOfTheWaveRule) {
   const Step* step = find_step("step08_cluster");
   ASSERT_NE(step, nullptr);
@@ -267,10 +268,11 @@ TEST_F(Step08Dispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRule) {
 // A warp per row at 2-6 float4 a lane (path b), aligned and one float off its 16-byte boundary:
 // the last pack full (N = 256, 384, 640), of 18 and 11 lanes (N = 200, 300), of 1 lane (N = 132,
 // 644); row counts that leave warps of the persistent grid one row or two (the next row in flight
-// at 6000-9001 rows) and one row a warp (8448x256, change 22's rule; 16385x256); all past path
-// (b4)'s reach on an H100 (more rows than one wave of its warps, or 64 KB of input an SM); every
-// input kind (rows of only -inf, NaN and +inf among them). Written for change 31, which was not
-// kept (docs/notes/step08.md); the shapes moved past (b4) in change 33.
+// at 4096-9001 rows, 8448x256 off its boundary too) and one row a warp (8448x256 on its boundary,
+// change 22's rule; 16385x256); all past path (b4)'s reach on an H100 (more rows than one wave of
+// its warps, or 64 KB of input an SM); every input kind (rows of only -inf, NaN and +inf among
+// them). Written for change 31, which was not kept (docs/notes/step08.md); the shapes moved past
+// (b4) in change 33.
 TEST_F(Step08Dispatch, WarpRowsAtTwoToSixPacks) {
   expect_every_kind_matches({{9000, 200}, {9001, 132}, {8448, 256}, {16385, 256}, {6000, 384},
                              {7300, 300}, {4096, 640}, {4097, 644}},

@@ -85,10 +85,12 @@ step07_paths() {
 # past one round of clusters of 3 (117x36005 off its boundary) and change 30's path (i) in 3 CTAs a
 # row past one round of clusters of 4 (70x60001 off its boundary, 75x57000). A warp per aligned row
 # (path b) at 2, 3 and 6 float4 a lane, its last pack full or part-filled, one row a warp
-# (16385x256) and the persistent grid with the next row in flight (9000x200, 7300x300, 4097x644).
+# (16385x256, 8448x256) and the persistent grid with the next row in flight (9000x200, 7300x300 off
+# its boundary, 4097x644).
 # Change 32's path (b4), 4-byte accesses a warp per row on matrices loaded at once: 7x33, 8x1001,
 # 2777x190 and 1000x999, on and off their boundary; change 33's reach of it, under 64 KB of input
-# an SM with a warp resident for every row: 6144x257 off its boundary, 2111x1024.
+# an SM with a warp resident for every row: 6144x257 off its boundary, 2111x1024, 8448x128 (one
+# wave of its warps).
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -105,9 +107,9 @@ step08_paths() {
     "$s:8x32771+1+1" "$s:61x278531+1+1" "$s:32x16384" "$s:64x32768" "$s:260x8192" \
     "$s:96x16387+1+1" "$s:50x16387+2+2" "$s:95x36005+1+1" "$s:24x50001+2+2" "$s:132x2051+3+3" "$s:133x4099+1+1" "$s:4096x2048" \
     "$s:117x36005+2+2" "$s:70x60001+1+1" "$s:75x57000" \
-    "$s:16385x256" "$s:9000x200" "$s:7300x300" "$s:4097x644" \
+    "$s:16385x256" "$s:9000x200" "$s:7300x300+1+1" "$s:4097x644" "$s:8448x256" \
     "$s:7x33+2+2" "$s:8x1001" "$s:2777x190+1+1" "$s:1000x999+3+3" "$s:6144x257+1+1" \
-    "$s:2111x1024" \
+    "$s:2111x1024" "$s:8448x128" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
