@@ -37,8 +37,9 @@ peak per row). Before anything is timed, torch and triton are each checked again
 computed by torch in float64 on the upcast input: every element within 1e-5, every row summing to
 1 within 1e-4; triton's output is poisoned with NaN first and has guard zones either side, so an
 unwritten element or a write out of bounds fails too. Then 3 warm-up launches of each; then 200
-rounds where the shape moves at most 64 MiB (2*M*N*4 bytes) and 30 above, as softmax_bench, each timing memcpy, torch and triton once, in an order that rotates from round to round
-(round i starts with implementation i mod the number timed), so drift reaches all of them alike.
+rounds where the shape moves at most 64 MiB (2*M*N*4 bytes) and 30 above, as softmax_bench, each
+timing memcpy, torch and triton once, in an order that rotates from round to round (round i starts
+with implementation i mod the number timed), so drift reaches all of them alike.
 Before each timed launch L2 is flushed (a write of max(2 x L2, 64 MB) followed by a read of it)
 and the GPU is given a ~50 us spin (torch.cuda._sleep, touching no memory) so that Python's launch
 latency never falls between the events; CUDA events around the launch alone; the median and the
