@@ -25,6 +25,7 @@
 // |      |               |            | holding l, l + 32, ...; one row a warp   |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
 // |      |               |            | many rows: 4-8 lanes, 2-4 slots each     |                |
+// |      | 17..32, unaligned, 0.7-1.1 waves (++) | 69..131 | 16 lanes a row, 2 slots each | warp_rows.cuh |
 // | (b)  | <= 288 (***)  | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
 // | (c)  | <= 4096       | <= 16387   | a block per row, in registers            | block_rows.cuh |
 // | (d)  | fits in smem  | <= ~58K    | a block per row, in shared memory (**)   | long_rows.cuh  |
@@ -40,6 +41,8 @@
 //     of 33-64 floats.
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).
+// (++) rows of N % 4 != 0 on matrices of 0.7 to 1.1 waves of those blocks (half_warp_rows),
+//      ahead of (b4) and (a') (change 35).
 // step07's paths with seven changes (docs/notes/step08.md, changes 14, 15, 17, 22, 23 and 25):
 // (***); a warp per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks,
 // not 1.5, a warp per aligned row of 57-64 slots leaves it from 0.75 waves, and a warp per
@@ -139,6 +142,19 @@ bool many_waves(int rows, int cols) {
   const bool early = kWarp && kPacks == 2 && kAligned && cols >= 4 * 57;
   const int threshold = kWarp && kPacks >= 5 ? 60 : early ? 15 : 30;
   return twentieths_of_waves<kGroup, kPacks, kAligned>(rows) >= threshold;
+}
+
+// Whether unaligned rows of 69-131 floats (N % 4 != 0; 17-32 body slots) take 16 lanes a row, two
+// float4 each, one row a group and no persistent grid: on matrices of 0.7 to 1.1 waves of those
+// blocks (twentieths 14-21; on an H100, 16 blocks an SM, 11825 to 18584 rows). There (b4) or the
+// tiles (a') took them, and this mapping measured 2-6% faster at 12000, 15000 and 18000 rows of
+// 70, 101, 127 and 131 floats, where cuDNN was up to 5.5% ahead of them (15000x127). Outside the
+// band it was not kept: at 9000 rows from 6% faster to 3% slower by N (and b4 faster still at 127
+// and 131), at 24000 rows 2-6% slower at 70-127 (docs/notes/step08.md, change 35).
+bool half_warp_rows(int rows, int cols) {
+  if (cols % 4 == 0 || cols < 69 || cols > 131) return false;
+  const int64_t t = twentieths_of_waves<16, 2, false>(rows);
+  return t >= 14 && t <= 21;
 }
 
 // (a) and (b). A matrix of many waves of blocks (many_waves) gets a block per group of rows, one
@@ -356,6 +372,16 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // (4224 on an H100): past that step07's paths (at 5144x44, path a: two rows a warp in groups of
   // 16 lanes) measured 3-13% faster (5144x44 to 12000x44), where up to 4000 rows (b4) was level
   // or up to 6% ahead (change 34).
+  // (a) in groups of 16 lanes, one row each, on unaligned rows of 69-131 floats around one wave of
+  // its blocks (half_warp_rows): ahead of (b4) and the tiles there.
+  if (half_warp_rows(rows, cols)) {
+    constexpr int kRowsPerBlock = kWarpThreads / 16;
+    warp_rows_kernel<16, 2, false, false>
+        <<<static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock), kWarpThreads, 0,
+           stream>>>(x, y, rows, cols);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   const bool many_short_rows = cols <= 2 * kWarpSize && rows > 32 * device_info().sms;
   if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer && strided_reach(rows, cols) &&
       (rows >= 8 || cols <= 768) && !many_short_rows)

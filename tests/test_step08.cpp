@@ -308,6 +308,18 @@ TEST_F(Step08Dispatch, StridedRowsOnSmallMatrices) {
                             {0, 1, 3});
 }
 
+// Path (a) in groups of 16 lanes, one row each, on unaligned rows of 69-131 floats at 0.7 to 1.1
+// waves of its blocks (change 35, half_warp_rows): on an H100 (16 blocks an SM) rows 11825 to
+// 18584; 11824 and 18585 rows take the paths they took before ((b4) at 11824x69, the tiles a' at
+// 18585x131). The shortest and longest rows the rule takes (69, 131) and rows between (70, 101,
+// 127), the first and last row counts inside the band and one outside each end; every input kind;
+// x and y on their 16-byte boundary and 1 and 3 floats off it (each row's head and tail differ).
+TEST_F(Step08Dispatch, HalfWarpRowsAroundOneWave) {
+  expect_every_kind_matches({{11824, 69}, {11825, 69}, {12000, 70}, {15000, 101}, {15000, 127},
+                             {18584, 131}, {18585, 131}},
+                            {0, 1, 3});
+}
+
 // A block of 128 threads per row (path c, N = 1156-8195) on either side of change 25's rule: with
 // at most one row an SM the chain of one barrier (each warp's own pair, merged behind one
 // barrier), with one more row step07's two block reductions. Every input kind (rows of only -inf,
