@@ -148,7 +148,7 @@ bool many_waves(int rows, int cols) {
 // float4 each, one row a group and no persistent grid: on matrices of 0.7 to 1.1 waves of those
 // blocks (twentieths 14-21; on an H100, 16 blocks an SM, 11825 to 18584 rows). There (b4) or the
 // tiles (a') took them, and this mapping measured 2-6% faster at 12000, 15000 and 18000 rows of
-// 70, 101, 127 and 131 floats, where cuDNN was up to 5.5% ahead of them (15000x127). Outside the
+// 70, 101, 127 and 131 floats, where cuDNN was up to 5.9% ahead of them (15000x127). Outside the
 // band it was not kept: at 9000 rows from 6% faster to 3% slower by N (and b4 faster still at 127
 // and 131), at 24000 rows 2-6% slower at 70-127 (docs/notes/step08.md, change 35).
 bool half_warp_rows(int rows, int cols) {

@@ -91,7 +91,7 @@ step07_paths() {
 # 2777x190 and 1000x999, on and off their boundary; change 33's reach of it, under 64 KB of input
 # an SM with a warp resident for every row: 6144x257 off its boundary, 2111x1024, 8448x128 (one
 # wave of its warps). Change 35's groups of 16 lanes a row on unaligned rows of 69-131 floats
-# around one wave of their blocks: 12000x70 and 15000x127 off its boundary.
+# around one wave of their blocks: 12000x70, and 15000x127 off its boundary.
 step08_paths() {
   local s=step08_cluster
   printf '%s
