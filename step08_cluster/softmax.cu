@@ -37,8 +37,9 @@
 //     take those, one row each (changes 18, 19, 24 and 28).
 // (**) only without clusters: on sm_90 these rows take (g).
 // (+) under 31 KB of input an SM (latency_bound), or under 64 KB with every row's warp resident
-//     at once (strided_reach); not 1-7 rows of more than 768 floats, nor more than 32 rows an SM
-//     of 33-64 floats.
+//     at once (strided_reach), or unaligned rows of 86-131 floats below (++)'s band
+//     (strided_below_band, change 36); not 1-7 rows of more than 768 floats, nor more than 32
+//     rows an SM of 33-64 floats.
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).
 // (++) rows of N % 4 != 0 on matrices of 0.7 to 1.1 waves of those blocks (half_warp_rows),
@@ -155,6 +156,18 @@ bool half_warp_rows(int rows, int cols) {
   if (cols % 4 == 0 || cols < 69 || cols > 131) return false;
   const int64_t t = twentieths_of_waves<16, 2, false>(rows);
   return t >= 14 && t <= 21;
+}
+
+// Whether unaligned rows of 86-131 floats below that band (fewer than 14 twentieths of a wave of
+// the 16-lane blocks: up to 11824 rows on an H100) take path (b4) past its own reach, where the
+// tiles (a') or path (a) took them: from 31 KB of input an SM (where latency_bound stops) to the
+// band, (b4) measured 0.900-0.962 of their time at 9000-11700 rows of 93-131 floats, the 16-lane
+// groups 0.932-0.983 (docs/notes/step08.md, change 36). Below 86 floats the rows up to the band
+// are all under 31 KB an SM on an H100 (11824 rows of 85 floats are 4.02 MB, under 4.19), so
+// (b4) has them already.
+bool strided_below_band(int rows, int cols) {
+  if (cols % 4 == 0 || cols < 86 || cols > 131) return false;
+  return twentieths_of_waves<16, 2, false>(rows) < 14;
 }
 
 // (a) and (b). A matrix of many waves of blocks (many_waves) gets a block per group of rows, one
@@ -383,7 +396,8 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
     return;
   }
   const bool many_short_rows = cols <= 2 * kWarpSize && rows > 32 * device_info().sms;
-  if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer && strided_reach(rows, cols) &&
+  if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer &&
+      (strided_reach(rows, cols) || strided_below_band(rows, cols)) &&
       (rows >= 8 || cols <= 768) && !many_short_rows)
     return launch_strided(x, y, rows, cols, stream);
   // The most body slots a row can have, whatever its alignment: floor(N/4).
