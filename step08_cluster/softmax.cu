@@ -151,7 +151,8 @@ bool many_waves(int rows, int cols) {
 // tiles (a') took them, and this mapping measured 2-6% faster at 12000, 15000 and 18000 rows of
 // 70, 101, 127 and 131 floats, where cuDNN was up to 5.9% ahead of them (15000x127). Outside the
 // band it was not kept: at 9000 rows from 6% faster to 3% slower by N (and b4 faster still at 127
-// and 131), at 24000 rows 2-6% slower at 70-127 (docs/notes/step08.md, change 35).
+// and 131: strided_below_band), at 24000 rows 2-6% slower at 70-127 (docs/notes/step08.md,
+// change 35).
 bool half_warp_rows(int rows, int cols) {
   if (cols % 4 == 0 || cols < 69 || cols > 131) return false;
   const int64_t t = twentieths_of_waves<16, 2, false>(rows);
