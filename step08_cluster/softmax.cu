@@ -161,11 +161,13 @@ bool half_warp_rows(int rows, int cols) {
 
 // Whether unaligned rows of 86-131 floats below that band (fewer than 14 twentieths of a wave of
 // the 16-lane blocks: up to 11824 rows on an H100) take path (b4) past its own reach, where the
-// tiles (a') or path (a) took them: from 31 KB of input an SM (where latency_bound stops) to the
-// band, (b4) measured 0.900-0.962 of their time at 9000-11700 rows of 93-131 floats, the 16-lane
-// groups 0.932-0.983 (docs/notes/step08.md, change 36). Below 86 floats the rows up to the band
-// are all under 31 KB an SM on an H100 (11824 rows of 85 floats are 4.02 MB, under 4.19), so
-// (b4) has them already.
+// tiles (a') or path (a) took them. strided_reach already gives (b4) matrices under 31 KB of
+// input an SM and, under 64 KB, up to one wave of its warps (8448 rows on an H100), so on an H100
+// this acts from 8449 rows at 127-131 floats, from 11264 at 93, and never at 86-88 (11824 rows
+// of 88 floats are still under 31 KB an SM). Past both and up to the band, (b4) measured
+// 0.900-0.962 of the library's time at 9000-11700 rows of 93-131 floats, the 16-lane groups
+// 0.932-0.983 (docs/notes/step08.md, change 36). Below 86 floats the rows up to the band are all
+// under 31 KB an SM on an H100 (11824 rows of 85 floats are 4.02 MB, under 4.19).
 bool strided_below_band(int rows, int cols) {
   if (cols % 4 == 0 || cols < 86 || cols > 131) return false;
   return twentieths_of_waves<16, 2, false>(rows) < 14;
@@ -378,7 +380,8 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // (g) and (h): long rows, and few rows, over several SMs.
   const SplitPlan plan = plan_split(rows, cols);
   if (plan.path != Split::kNone) return launch_split(plan, x, y, rows, cols, stream);
-  // (b4) rows of 33-1024 floats, any alignment, on a matrix loaded all at once (strided_reach);
+  // (b4) rows of 33-1024 floats, any alignment, on a matrix loaded all at once (strided_reach),
+  // and unaligned rows of 86-131 floats below the 16-lane band (strided_below_band);
   // not 1-7 rows of more than 768 floats, where one warp's 25-32 accesses a lane, one after
   // another, measured 1-5% behind step07's float4 slots (1-4 rows of 1001-1024; 7x766 and 8x1024
   // were 10-14% ahead of step07; against path (b), 8-32 rows of 800-1024 floats were level:

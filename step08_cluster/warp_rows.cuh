@@ -133,8 +133,9 @@ __global__ void __launch_bounds__(kWarpThreads,
 // a 4-byte access predicated on its column, so there is no head, no tail and nothing asked of
 // the row's alignment. The launcher takes it for rows of 33-1024 floats on matrices small enough
 // to be loaded all at once (softmax.cu's strided_reach: under 31 KB of input an SM, or under 64
-// KB with a warp resident for every row; not 1-7 rows of more than 768 floats, nor more than 32
-// rows an SM of 33-64 floats), one row a warp: there the time is the chain from the launch to
+// KB with a warp resident for every row; and strided_below_band: unaligned rows of 86-131 floats
+// below the 16-lane band; not 1-7 rows of more than 768 floats, nor more than 32 rows an SM of
+// 33-64 floats), one row a warp: there the time is the chain from the launch to
 // the last store, not the number of instructions: in a side program this mapping was up to 5%
 // faster than the float4 slots of paths (a) and (b) at 13 such shapes, aligned rows included,
 // and ahead of cuDNN, which uses the same layout, at all of them (docs/notes/step08.md, changes

@@ -320,12 +320,12 @@ TEST_F(Step08Dispatch, HalfWarpRowsAroundOneWave) {
                             {0, 1, 3});
 }
 
-// Path (b4) on unaligned rows of 86-131 floats past 31 KB of input an SM and below change 35's
-// band (change 36, strided_below_band): on an H100 from 8000 rows of 131 floats and 11269 of 93
-// up to 11824 rows; 11825 rows take the 16-lane groups. Rows of 131, 113 and 93 floats at the
-// fewest rows past the byte bound measured (8100, 9300, 11500), the last row count below the band
-// and the first in it (11824, 11825 rows of 127); every input kind; x and y on their 16-byte
-// boundary and 1 and 3 floats off it.
+// Path (b4) on unaligned rows of 86-131 floats past its own reach and below change 35's band
+// (change 36, strided_below_band): on an H100 from 8449 rows at 127-131 floats (up to 8448, one
+// wave of its warps, strided_reach gives them b4 already, as at 8100x131 here) and from 11264 at
+// 93, up to 11824 rows; 11825 rows take the 16-lane groups. The rule at 9300x113, 11500x93 and
+// 11824x127 (the last row count below the band), and 11825x127 (the first in it); every input
+// kind; x and y on their 16-byte boundary and 1 and 3 floats off it.
 TEST_F(Step08Dispatch, StridedRowsBelowTheHalfWarpBand) {
   expect_every_kind_matches({{8100, 131}, {9300, 113}, {11500, 93}, {11824, 127}, {11825, 127}},
                             {0, 1, 3});
