@@ -43,7 +43,7 @@
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).
 // (++) rows of N % 4 != 0 on matrices of 0.7 to 1.1 waves of those blocks (half_warp_rows),
-//      ahead of (b4) and (a') (change 35).
+//      ahead of (b4) and (a') (change 35); from 0.55 waves at 69-85 floats (change 37).
 // step07's paths with seven changes (docs/notes/step08.md, changes 14, 15, 17, 22, 23 and 25):
 // (***); a warp per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks,
 // not 1.5, a warp per aligned row of 57-64 slots leaves it from 0.75 waves, and a warp per
@@ -115,14 +115,28 @@ void with_packs(int64_t packs, F&& f) {
 // How many waves of path (a)/(b) blocks a matrix of `rows` rows makes with this mapping, in
 // twentieths: work blocks of one row per group against the blocks of that kernel resident on the
 // GPU (the row length enters through kPacks and kAligned).
+// Blocks of kWarpThreads threads for one row per group of kGroup lanes.
+template <int kGroup>
+int64_t group_blocks(int rows) {
+  constexpr int kRowsPerBlock = kWarpThreads / kGroup;
+  return (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
+}
+
 template <int kGroup, int kPacks, bool kAligned>
 int64_t twentieths_of_waves(int rows) {
-  constexpr int kRowsPerBlock = kWarpThreads / kGroup;
-  const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
   const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
   const int64_t resident =
       int64_t(device_info().sms) * std::max(1, blocks_per_sm(one_row, kWarpThreads, 0));
-  return 20 * work_blocks / resident;
+  return 20 * group_blocks<kGroup>(rows) / resident;
+}
+
+// Path (a)/(b) with a block per group of rows, one row per group, and no persistent grid.
+template <int kGroup, int kPacks, bool kAligned>
+void launch_one_row_per_group(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
+  const auto blocks = static_cast<unsigned>(group_blocks<kGroup>(rows));
+  one_row<<<blocks, kWarpThreads, 0, stream>>>(x, y, rows, cols);
+  CUDA_CHECK_LAUNCH();
 }
 
 // Whether rows x cols makes enough waves of path (a)/(b) blocks with this mapping to leave the
@@ -152,11 +166,14 @@ bool many_waves(int rows, int cols) {
 // 70, 101, 127 and 131 floats, where cuDNN was up to 5.9% ahead of them (15000x127). Outside the
 // band it was not kept: at 9000 rows from 6% faster to 3% slower by N (and b4 faster still at 127
 // and 131: strided_below_band), at 24000 rows 2-6% slower at 70-127 (docs/notes/step08.md,
-// change 35).
+// change 35). Rows of 69-85 floats take it from 0.55 waves (twentieth 11; 9289 rows on an H100),
+// where (b4) took them: there it measured 0.951-1.000 of (b4)'s time at 9300-11700 rows of 69-85
+// floats, and cuDNN had led (b4) by up to 3.2%; at 9000 rows (twentieth 10) it was 0.977-1.018
+// by N (change 37).
 bool half_warp_rows(int rows, int cols) {
   if (cols % 4 == 0 || cols < 69 || cols > 131) return false;
   const int64_t t = twentieths_of_waves<16, 2, false>(rows);
-  return t >= 14 && t <= 21;
+  return t >= (cols <= 85 ? 11 : 14) && t <= 21;
 }
 
 // Whether unaligned rows of 86-131 floats below that band (fewer than 14 twentieths of a wave of
@@ -187,14 +204,9 @@ template <int kGroup, int kPacks, bool kAligned>
 void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   constexpr bool kWarp = kGroup == kWarpSize;
   constexpr bool kNextInFlight = kPacks != 4 && kWarp;
-  constexpr int kRowsPerBlock = kWarpThreads / kGroup;
-  const int64_t work_blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
-  if (many_waves<kGroup, kPacks, kAligned>(rows, cols) || latency_bound(rows, cols)) {
-    const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
-    one_row<<<static_cast<unsigned>(work_blocks), kWarpThreads, 0, stream>>>(x, y, rows, cols);
-    CUDA_CHECK_LAUNCH();
-    return;
-  }
+  if (many_waves<kGroup, kPacks, kAligned>(rows, cols) || latency_bound(rows, cols))
+    return launch_one_row_per_group<kGroup, kPacks, kAligned>(x, y, rows, cols, stream);
+  const int64_t work_blocks = group_blocks<kGroup>(rows);
   if constexpr (kWarp && kPacks == 4 && !kAligned) {
     if (twentieths_of_waves<kGroup, kPacks, kAligned>(rows) >= 18) {
       return launch_persistent(warp_rows_kernel<kGroup, kPacks, true, kAligned>, kWarpThreads, 0,
@@ -390,15 +402,10 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // 16 lanes) measured 3-13% faster (5144x44 to 12000x44), where up to 4000 rows (b4) was level
   // or up to 6% ahead (change 34).
   // (a) in groups of 16 lanes, one row each, on unaligned rows of 69-131 floats around one wave of
-  // its blocks (half_warp_rows): ahead of (b4) and the tiles there.
-  if (half_warp_rows(rows, cols)) {
-    constexpr int kRowsPerBlock = kWarpThreads / 16;
-    warp_rows_kernel<16, 2, false, false>
-        <<<static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock), kWarpThreads, 0,
-           stream>>>(x, y, rows, cols);
-    CUDA_CHECK_LAUNCH();
-    return;
-  }
+  // its blocks, from 0.55 waves at 69-85 floats (half_warp_rows): ahead of (b4) and the tiles
+  // there.
+  if (half_warp_rows(rows, cols))
+    return launch_one_row_per_group<16, 2, false>(x, y, rows, cols, stream);
   const bool many_short_rows = cols <= 2 * kWarpSize && rows > 32 * device_info().sms;
   if (cols > kWarpSize && cols <= kWarpSize * kStridedMaxPer &&
       (strided_reach(rows, cols) || strided_below_band(rows, cols)) &&

@@ -309,14 +309,16 @@ TEST_F(Step08Dispatch, StridedRowsOnSmallMatrices) {
 }
 
 // Path (a) in groups of 16 lanes, one row each, on unaligned rows of 69-131 floats at 0.7 to 1.1
-// waves of its blocks (change 35, half_warp_rows): on an H100 (16 blocks an SM) rows 11825 to
-// 18584; 11824 and 18585 rows take the paths they took before ((b4) at 11824x69, the tiles a' at
-// 18585x131). The shortest and longest rows the rule takes (69, 131) and rows between (70, 101,
-// 127), the first and last row counts inside the band and one outside each end; every input kind;
-// x and y on their 16-byte boundary and 1 and 3 floats off it (each row's head and tail differ).
+// waves of its blocks (change 35, half_warp_rows), from 0.55 waves at 69-85 floats (change 37):
+// on an H100 (16 blocks an SM) rows 11825 to 18584 at 86-131 floats and 9289 to 18584 at 69-85;
+// 9288x69, 11824x86 and 18585x131 take the paths they took before ((b4) at the first two, the
+// tiles a' at the last). The shortest and longest rows the rule takes (69, 131) and rows between
+// (70, 85, 101, 127), the first and last row counts inside the band and one outside each end, at
+// both lower edges; every input kind; x and y on their 16-byte boundary and 1 and 3 floats off it
+// (each row's head and tail differ).
 TEST_F(Step08Dispatch, HalfWarpRowsAroundOneWave) {
-  expect_every_kind_matches({{11824, 69}, {11825, 69}, {12000, 70}, {15000, 101}, {15000, 127},
-                             {18584, 131}, {18585, 131}},
+  expect_every_kind_matches({{9288, 69}, {9289, 69}, {11824, 85}, {11824, 86}, {11825, 86},
+                             {12000, 70}, {15000, 101}, {15000, 127}, {18584, 131}, {18585, 131}},
                             {0, 1, 3});
 }
 
