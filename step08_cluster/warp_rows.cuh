@@ -140,39 +140,23 @@ __global__ void __launch_bounds__(kWarpThreads,
 // faster than the float4 slots of paths (a) and (b) at 13 such shapes, aligned rows included,
 // and ahead of cuDNN, which uses the same layout, at all of them (docs/notes/step08.md, changes
 // 32-34).
-// kRows rows a warp (1 or 2): with 2 a lane has both rows' loads in flight at once and the grid
-// is half as many warps, where cuDNN's kernel of this layout takes two rows a warp on rows of up
-// to 128 floats (docs/notes/step08.md, change 38).
-template <int kPer, int kRows = 1>
+template <int kPer>
 __global__ void __launch_bounds__(kWarpThreads)
     strided_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
   const int lane = threadIdx.x % kWarpSize;
-  const int64_t first =
-      (int64_t(blockIdx.x) * (kWarpThreads / kWarpSize) + threadIdx.x / kWarpSize) * kRows;
-  if (first >= rows) return;  // the whole warp: its rows are the same in all its lanes
-  float v[kRows][kPer];
+  const int row = blockIdx.x * (kWarpThreads / kWarpSize) + threadIdx.x / kWarpSize;
+  if (row >= rows) return;  // the whole warp: row is the same in all its lanes
+  const float* in = x + int64_t(row) * cols + lane;
+  float v[kPer];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    const bool live = first + r < rows;
-    const float* in = x + (first + r) * cols + lane;
+  for (int i = 0; i < kPer; ++i)
+    v[i] = lane + kWarpSize * i < cols ? in[kWarpSize * i] : -INFINITY;
+  const float max_val = group_all_reduce<kWarpSize, true>(max_of(v));
+  const float inv_sum = reciprocal(group_all_reduce<kWarpSize, false>(exp_in_place(v, max_val)));
+  float* out = y + int64_t(row) * cols + lane;
 #pragma unroll
-    for (int i = 0; i < kPer; ++i)
-      v[r][i] = live && lane + kWarpSize * i < cols ? in[kWarpSize * i] : -INFINITY;
-  }
-  float max_val[kRows], inv_sum[kRows];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) max_val[r] = group_all_reduce<kWarpSize, true>(max_of(v[r]));
-#pragma unroll
-  for (int r = 0; r < kRows; ++r)
-    inv_sum[r] = reciprocal(group_all_reduce<kWarpSize, false>(exp_in_place(v[r], max_val[r])));
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    if (first + r >= rows) break;
-    float* out = y + (first + r) * cols + lane;
-#pragma unroll
-    for (int i = 0; i < kPer; ++i)
-      if (lane + kWarpSize * i < cols) out[kWarpSize * i] = v[r][i] * inv_sum[r];
-  }
+  for (int i = 0; i < kPer; ++i)
+    if (lane + kWarpSize * i < cols) out[kWarpSize * i] = v[i] * inv_sum;
 }
 
 }  // namespace step08_cluster
