@@ -25,7 +25,7 @@
 // |      |               |            | holding l, l + 32, ...; one row a warp   |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
 // |      |               |            | many rows: 4-8 lanes, 2-4 slots each     |                |
-// |      | 17..32, unaligned, 0.7-1.1 waves (++) | 69..131 | 16 lanes a row, 2 slots each | warp_rows.cuh |
+// |      | 17..32, around one wave (++) | 69..131 | 16 lanes a row, 2 slots each | warp_rows.cuh |
 // | (b)  | <= 288 (***)  | <= 1155    | a warp per row, P = 2..9 slots a lane    | warp_rows.cuh  |
 // | (c)  | <= 4096       | <= 16387   | a block per row, in registers            | block_rows.cuh |
 // | (d)  | fits in smem  | <= ~58K    | a block per row, in shared memory (**)   | long_rows.cuh  |
@@ -43,7 +43,8 @@
 // (***) aligned rows; others up to 256 (N <= 1027, P <= 8), then (c) (in blocks of 64 threads
 //       up to 288 slots).
 // (++) rows of N % 4 != 0 on matrices of 0.7 to 1.1 waves of those blocks (half_warp_rows),
-//      ahead of (b4) and (a') (change 35); from 0.55 waves at 69-85 floats (change 37).
+//      ahead of (b4) and (a') (change 35); from 0.55 waves at 69-85 floats (change 37); and
+//      aligned rows of 72-124 floats at 0.8 to 1 wave (half_warp_aligned_rows, change 38).
 // step07's paths with seven changes (docs/notes/step08.md, changes 14, 15, 17, 22, 23 and 25):
 // (***); a warp per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks,
 // not 1.5, a warp per aligned row of 57-64 slots leaves it from 0.75 waves, and a warp per
@@ -174,6 +175,20 @@ bool half_warp_rows(int rows, int cols) {
   if (cols % 4 == 0 || cols < 69 || cols > 131) return false;
   const int64_t t = twentieths_of_waves<16, 2, false>(rows);
   return t >= (cols <= 85 ? 11 : 14) && t <= 21;
+}
+
+// Whether aligned rows of 72-124 floats (18-31 slots) take 16 lanes a row, two float4 each, one row
+// a group: on matrices of 0.8 to 1 wave of those blocks (twentieths 16-19; on an H100 13513 to
+// 16888 rows), where groups of 8 lanes with 4 slots each, one row a group, took them (path a past
+// 1.5 waves of one-slot warps). In side runs that mapping took 1.005-1.030 times this one's time
+// at 34 timings of 14000-16000 rows of 72-124 floats, where cuDNN (two rows a warp) led at 25 of
+// 35; at 13000 rows (twentieth 15) this one ranged from 2.6% slower (76 floats) to 2.9% faster,
+// at 17000-17500 (twentieth 20) from 0.9% slower (96 floats) to 4% faster (docs/notes/step08.md,
+// change 38). Rows that (b4) takes (under 31 KB of input an SM) stay with it.
+bool half_warp_aligned_rows(int rows, int cols) {
+  if (cols % 4 != 0 || cols < 72 || cols > 124) return false;
+  const int64_t t = twentieths_of_waves<16, 2, true>(rows);
+  return t >= 16 && t <= 19;
 }
 
 // Whether unaligned rows of 86-131 floats below that band (fewer than 14 twentieths of a wave of
@@ -414,6 +429,10 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   // The most body slots a row can have, whatever its alignment: floor(N/4).
   const int64_t slots = cols / 4;
   const bool aligned = ux % 16 == 0 && cols % 4 == 0;
+  // (a) in groups of 16 lanes, one row each, on aligned rows of 72-124 floats at 0.8 to 1 wave
+  // of its blocks (half_warp_aligned_rows).
+  if (aligned && half_warp_aligned_rows(rows, cols))
+    return launch_one_row_per_group<16, 2, true>(x, y, rows, cols, stream);
   if (!aligned && use_tiles(rows, cols, device_info().sms)) {  // (a')
     switch (tile_group(cols)) {
       case 1: return launch_tiles<1, 2, 16>(x, y, rows, cols, stream);  // N = 1 took (a1)

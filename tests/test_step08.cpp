@@ -322,6 +322,19 @@ TEST_F(Step08Dispatch, HalfWarpRowsAroundOneWave) {
                             {0, 1, 3});
 }
 
+// Path (a) in groups of 16 lanes, one row each, on aligned rows of 72-124 floats at 0.8 to 1 wave
+// of its blocks (change 38, half_warp_aligned_rows): on an H100 rows 13513 to 16888 (at 72 and 76
+// floats only past 31 KB of input an SM, (b4) below); 13512 and 16889 rows, and rows of 128
+// floats, keep groups of 8 lanes. Rows of 80, 116 and 124 floats, the first and last row counts
+// inside and one outside each end;
+// every input kind; x and y on their 16-byte boundary (the rule) and 1 and 3 floats off it (not
+// the rule: those rows are unaligned).
+TEST_F(Step08Dispatch, HalfWarpAlignedRowsAroundOneWave) {
+  expect_every_kind_matches({{13512, 96}, {13513, 80}, {15000, 116}, {16888, 124}, {16889, 124},
+                             {15000, 128}},
+                            {0, 1, 3});
+}
+
 // Path (b4) on unaligned rows of 86-131 floats past its own reach and below change 35's band
 // (change 36, strided_below_band): on an H100 from 8449 rows at 127-131 floats (up to 8448, one
 // wave of its warps, strided_reach gives them b4 already, as at 8100x131 here) and from 11264 at
