@@ -168,9 +168,9 @@ bool many_waves(int rows, int cols) {
 // band it was not kept: at 9000 rows from 6% faster to 3% slower by N (and b4 faster still at 127
 // and 131: strided_below_band), at 24000 rows 2-6% slower at 70-127 (docs/notes/step08.md,
 // change 35). Rows of 69-85 floats take it from 0.55 waves (twentieth 11; 9289 rows on an H100),
-// where (b4) took them: there it measured 0.951-1.000 of (b4)'s time at 9300-11700 rows of 69-85
-// floats, and cuDNN had led (b4) by up to 3.2%; at 9000 rows (twentieth 10) it was 0.977-1.018
-// by N (change 37).
+// where (b4) took them: there it measured 0.951-1.000 of the library's time ((b4)'s) at 9300-11700
+// rows of 69-85 floats, where cuDNN had led by up to 3.2%; at 9000 rows (twentieth 10) it was
+// 0.977-1.018 by N (change 37).
 bool half_warp_rows(int rows, int cols) {
   if (cols % 4 == 0 || cols < 69 || cols > 131) return false;
   const int64_t t = twentieths_of_waves<16, 2, false>(rows);
@@ -182,7 +182,7 @@ bool half_warp_rows(int rows, int cols) {
 // to 17736 rows), where groups of 8 lanes with 4 slots each, one row a group, took them (path a
 // past 1.5 waves of one-slot warps). In side runs that mapping took 1.005-1.030 times this one's
 // time at 34 timings of 14000-16000 rows of 72-124 floats, where cuDNN (two rows a warp) led at
-// 25 of 35, and 0.991-1.041 at 15 timings of 17000-17500 rows (0.991 at 17500x96), where cuDNN
+// 24 of them, and 0.991-1.041 at 15 timings of 17000-17500 rows (0.991 at 17500x96), where cuDNN
 // led at 17000 rows of 84 and 100-124 floats. At 13000 rows (twentieth 15) this one ranged from
 // 2.6% slower (76 floats) to 2.9% faster, at 18500-20000 (twentieths 21-23) up to 3.4% slower at
 // 96 floats (docs/notes/step08.md, change 38). Rows that (b4) takes (under 31 KB of input an SM)

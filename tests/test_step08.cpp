@@ -313,9 +313,9 @@ TEST_F(Step08Dispatch, StridedRowsOnSmallMatrices) {
 // on an H100 (16 blocks an SM) rows 11825 to 18584 at 86-131 floats and 9289 to 18584 at 69-85;
 // 9288x69, 11824x86 and 18585x131 take the paths they took before ((b4) at the first two, the
 // tiles a' at the last). The shortest and longest rows the rule takes (69, 131) and rows between
-// (70, 85, 101, 127), the first and last row counts inside the band and one outside each end, at
-// both lower edges; every input kind; x and y on their 16-byte boundary and 1 and 3 floats off it
-// (each row's head and tail differ).
+// (70, 85, 86, 101, 127), the first and last row counts inside the band and one outside each end,
+// at both lower edges; every input kind; x and y on their 16-byte boundary and 1 and 3 floats off
+// it (each row's head and tail differ).
 TEST_F(Step08Dispatch, HalfWarpRowsAroundOneWave) {
   expect_every_kind_matches({{9288, 69}, {9289, 69}, {11824, 85}, {11824, 86}, {11825, 86},
                              {12000, 70}, {15000, 101}, {15000, 127}, {18584, 131}, {18585, 131}},
@@ -325,8 +325,8 @@ TEST_F(Step08Dispatch, HalfWarpRowsAroundOneWave) {
 // Path (a) in groups of 16 lanes, one row each, on aligned rows of 72-124 floats at 0.8 to 1.05
 // waves of its blocks (change 38, half_warp_aligned_rows): on an H100 rows 13513 to 17736 (at 72
 // and 76 floats only past 31 KB of input an SM, (b4) below); 13512 and 17737 rows, and rows of 128
-// floats, keep groups of 8 lanes. Rows of 80, 116 and 124 floats, the first and last row counts
-// inside and one outside each end;
+// floats, keep groups of 8 lanes. 13513x80 and 17736x124 inside, 13512x96 and 17737x124 outside,
+// 15000x116 between and 15000x128 too long;
 // every input kind; x and y on their 16-byte boundary (the rule) and 1 and 3 floats off it (not
 // the rule: those rows are unaligned).
 TEST_F(Step08Dispatch, HalfWarpAlignedRowsAroundOneWave) {

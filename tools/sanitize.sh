@@ -93,9 +93,9 @@ step07_paths() {
 # wave of its warps). Change 35's groups of 16 lanes a row on unaligned rows of 69-131 floats
 # around one wave of their blocks: 12000x70, and 15000x127 off its boundary. Change 36's (b4) on
 # unaligned rows of 86-131 floats past its own reach below that band: 10500x105 and 11824x127,
-# both off their boundary. Change 37's lower edge of the 16-lane band at 69-85 floats: 9289x69
-# and 11824x85, off their boundary. Change 38's 16-lane groups on aligned rows of 72-124 floats
-# around one wave: 13513x80 and 17736x124.
+# both off their boundary. Change 37's part of the 16-lane band at 69-85 floats: 9289x69 (its
+# lower edge) and 11824x85 (its top), off their boundary. Change 38's 16-lane groups on aligned
+# rows of 72-124 floats around one wave: 13513x80 and 17736x124 (its edges).
 step08_paths() {
   local s=step08_cluster
   printf '%s
