@@ -184,7 +184,7 @@ bool half_warp_rows(int rows, int cols) {
 // time at 34 timings of 14000-16000 rows of 72-124 floats, where cuDNN (two rows a warp) led at
 // 24 of them, and 0.991-1.041 at 15 timings of 17000-17500 rows (0.991 at 17500x96), where cuDNN
 // led at 17000 rows of 84 and 100-124 floats. At 13000 rows (twentieth 15) this one ranged from
-// 2.6% slower (76 floats) to 2.9% faster, at 18500-20000 (twentieths 21-23) up to 3.4% slower at
+// 2.6% slower (76 floats) to 2.9% faster, at 18500-20000 (twentieths 21-23) up to 3.8% slower at
 // 96 floats (docs/notes/step08.md, change 38). Rows that (b4) takes (under 31 KB of input an SM)
 // stay with it.
 bool half_warp_aligned_rows(int rows, int cols) {
