@@ -326,8 +326,16 @@ void launch_tiles(const float* x, float* y, int rows, int cols, cudaStream_t str
 
 // (c): kPacks slots per thread, just enough to cover the row (padding slots would cost exps).
 // Blocks of 128 threads with at most one row an SM take the chain of one barrier (block_rows.cuh;
-// with more rows it measured 1-3% slower, change 25). Rows of blocks of 256 (8K-16K floats) that
-// few take the small clusters on sm_90 (split.cu), so they keep one chain.
+// with more rows it measured 1-3% slower, change 25), except unaligned rows of 8-10 slots a
+// thread (about 3.8K-5K floats): there the one-barrier block measured level with step07's two
+// reductions or up to 3% behind at 2-132 rows, in all but one of 72 process-cells (change 39).
+// Rows of blocks of 256 (8K-16K floats) that few take the small clusters on sm_90 (split.cu), so
+// they keep one chain.
+template <int kPacks, bool kAligned>
+constexpr bool one_barrier_packs() {
+  return kAligned || kPacks < 8 || kPacks > 10;
+}
+
 template <int kThreads, bool kAligned>
 void launch_register_block(int64_t slots, const float* x, float* y, int rows, int cols,
                            cudaStream_t stream) {
@@ -335,7 +343,7 @@ void launch_register_block(int64_t slots, const float* x, float* y, int rows, in
   const bool one_barrier = rows <= device_info().sms;
   with_packs<3, 16>(packs, [&](auto p) {
     constexpr int kPacks = decltype(p)::value;
-    if constexpr (kThreads == 128) {
+    if constexpr (kThreads == 128 && one_barrier_packs<kPacks, kAligned>()) {
       if (one_barrier) {
         register_block_kernel<kThreads, kPacks, kAligned, true>
             <<<rows, kThreads, 0, stream>>>(x, y, rows, cols);
