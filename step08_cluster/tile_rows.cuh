@@ -34,7 +34,8 @@
 // Measured (docs/notes/step07.md, change 17), unaligned rows on the H100, ratio to memcpy:
 // 65536x127 0.99 with 8 lanes a row (0.96 with a warp, 0.93 for path a), 65536x61 0.96 with 4
 // lanes (0.81 with a warp, 0.89 for path a), 262144x31 0.99 with 2 lanes (0.89 for path a). On
-// fewer tiles than 2.5 per SM path (a) is faster (8192x61: 0.93 against 0.86), so it keeps those.
+// fewer tiles than 2.5 per SM path (a) is faster (8192x61: 0.93 against 0.86), so it keeps those
+// (and rows of 2-16 floats on more, by their length: tile_plan.h).
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
@@ -43,44 +44,11 @@
 
 #include "reduce.cuh"
 #include "row_split.cuh"
+#include "tile_plan.h"
 
 namespace step08_cluster {
 
-constexpr int kTileThreads = 256;
-constexpr int kTilePacks = 4;                          // float4 per thread per copy
-constexpr int kTileSlots = kTileThreads * kTilePacks;  // 16 KB of rows per tile
-constexpr int kTileFloats = 4 * kTileSlots;            // the longest tile
-
 constexpr int kTileWarps = kTileThreads / kWarpSize;
-
-// Rows per tile for rows of `cols` floats (cols <= kTileFloats) and groups of `group` lanes: as
-// many as fit, rounded down to a whole number of rounds (a row for every group of the block)
-// when that leaves one round.
-inline int tile_rows(int cols, int group) {
-  const int round = kTileThreads / group;
-  const int fit = kTileFloats / cols;
-  return fit >= round ? fit / round * round : fit;
-}
-
-// Lanes per row: the fewest that hold the row in at most 16 elements a lane (9-16 from 17 floats
-// on): 1 lane for 1-16 floats, 2 for 17-32, 4 for 33-64, 8 for 65-128, 16 for 129-131.
-inline int tile_group(int cols) {
-  return cols <= 16 ? 1 : cols <= 32 ? 2 : cols <= 64 ? 4 : cols <= 128 ? 8 : 16;
-}
-
-// Whether unaligned rows of `cols` floats take tiles: 1-131 floats, and at least 2.5 tiles per
-// SM. Fewer tiles leave SMs with one block or none, and the row-per-group path (a) measured
-// faster there (docs/notes/step07.md, change 17: at 8192x127, 256 tiles, 0.880 of memcpy against
-// 0.928; at 16384x127, 512 tiles, 0.943 against 0.904). Rows of 1-16 floats take tiles in step08
-// only (docs/notes/step08.md, change 17): path (a) has a lane or a few per row, each with 4-28
-// bytes in flight, and a block per 32-128 rows, and measured 0.41-0.84 of memcpy on matrices of
-// 4M to 67M rows of 1, 2 and 7 floats, where one lane a row over tiles ran at 0.96-1.00. Rows of
-// one float no longer come here: they take path (a1) (single_rows.cuh, change 18).
-inline bool use_tiles(int64_t rows, int cols, int sms) {
-  if (cols > 131) return false;
-  const int per_tile = tile_rows(cols, tile_group(cols));
-  return 2 * ((rows + per_tile - 1) / per_tile) >= 5 * int64_t(sms);
-}
 
 // Tile t: rows [t*R, t*R + R) (fewer in the last one), as one row of nrows*cols floats split into
 // head, body slots and tail as a row is (row_split.cuh). Its element e is shared-memory float

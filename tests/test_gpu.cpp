@@ -156,11 +156,13 @@ std::vector<Group> groups() {
        {17, 19, 31, 32, 33, 61, 64, 65, 67, 125, 127, 128, 129, 131},
        {InputKind::kMaxAtEnds},
        {{0, 0}, {1, 1}, {3, 3}}},
-      // step08 takes tiles for unaligned rows of 2-16 floats too, one lane a row, on the same
-      // 2.5 tiles per SM (4096 floats a tile, so 2048 rows of 2 floats, 256 of 9-16): 2.2M rows
-      // of 2-3 floats make 1075-1719 tiles, 400000 rows of 4-16 floats 391-1563, 2.5 a SM up to
-      // 156 SMs. Rows of 4 and 16 floats take them when x is off its boundary (x + 1). Rows of
-      // one float take step08's path (a1) at any number of rows (below).
+      // step08 takes tiles for unaligned rows of 2-16 floats too, one lane a row, from 2.5-6.8
+      // tiles per SM by the length (4096 floats a tile, so 2048 rows of 2 floats, 256 of 9-16):
+      // 2.2M rows of 2-3 floats make 1075-1719 tiles, 400000 rows of 4-16 floats 391-1563: 391
+      // tiles of rows of 4 floats are 2.5 a SM up to 156 SMs, and every other length here passes
+      // its own threshold up to 179 SMs or more (5 floats: 521 tiles, 2.9 a SM). Rows of 4 and
+      // 16 floats take them when x is off its boundary (x + 1). Rows of one float take step08's
+      // path (a1) at any number of rows (below).
       {"a_tiles_one_lane_short", 2200000, {1, 2, 3}, {InputKind::kMaxAtEnds}, {{0, 0}, {1, 1}}},
       {"a_tiles_one_lane",
        400000,

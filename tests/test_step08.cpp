@@ -19,6 +19,7 @@
 #include "common/verify.h"
 #include "gpu_test.h"
 #include "step08_cluster/split.h"
+#include "step08_cluster/tile_plan.h"
 
 namespace softmax {
 namespace {
@@ -348,15 +349,17 @@ TEST_F(Step08Dispatch, StridedRowsBelowTheHalfWarpBand) {
 
 // A block of 128 threads per row (path c, N = 1156-8195) on either side of change 25's rule: with
 // at most one row an SM the chain of one barrier (each warp's own pair, merged behind one
-// barrier), with one more row step07's two block reductions. Every input kind (rows of only -inf,
-// NaN and +inf among them, the maximum or the only finite value at either end), aligned rows and
-// rows off their 16-byte boundary, on both sides.
+// barrier), with one more row step07's two block reductions; unaligned rows of 8-10 slots a
+// thread (4099, 4147, 5003 floats, and 4096 off its boundary) keep the two reductions at any row
+// count (change 39). Every input kind (rows of only -inf, NaN and +inf among them, the maximum or
+// the only finite value at either end), aligned rows and rows off their 16-byte boundary, on both
+// sides.
 TEST_F(Step08Dispatch, BlockRowsEitherSideOfTheOneBarrierRule) {
   const Step* step = find_step("step08_cluster");
   ASSERT_NE(step, nullptr);
   const int sms = query_device().sm_count;
   for (const int rows : {1, sms, sms + 1})
-    for (const int cols : {1157, 1536, 2051, 4096, 4099, 8190})
+    for (const int cols : {1157, 1536, 2051, 4096, 4099, 4147, 5003, 8190})
       for (InputKind kind : kAllInputKinds)
         for (const int offset : {0, 1, 3}) {
           const VerifyResult r =
@@ -364,6 +367,27 @@ TEST_F(Step08Dispatch, BlockRowsEitherSideOfTheOneBarrierRule) {
           EXPECT_TRUE(r.ok()) << rows << "x" << cols << " x+" << offset << " " << to_string(kind)
                               << ": " << r.report();
         }
+}
+
+// Tiles (a') for unaligned rows of 2-16 floats start at a number of tiles per SM that depends on
+// the length (change 40, tile_plan.h's tile_start_tenths): on an H100, 2.5 tiles an SM at 14
+// floats (330 tiles of 256 rows, from 84,225 rows), 2.8 at 7 (370 of 512, from 188,929), 4.1 at 9
+// (542 of 256, from 138,497), 6.8 at 6 (898 of 512, from 459,265). The row counts on either side
+// of each for the SMs of the GPU it runs on (the most with one tile too few, and one row more),
+// every input kind, x and y on their 16-byte boundary and 1 float off it.
+TEST_F(Step08Dispatch, TilesOfShortRowsEitherSideOfTheirStart) {
+  const int sms = query_device().sm_count;
+  std::vector<RowsCols> shapes;
+  for (const int cols : {14, 7, 9, 6}) {
+    const int per_tile = step08_cluster::tile_rows(cols, 1);
+    const int64_t tiles =
+        (int64_t(step08_cluster::tile_start_tenths(cols)) * sms + 9) / 10;  // the fewest
+    ASSERT_FALSE(step08_cluster::use_tiles((tiles - 1) * per_tile, cols, sms)) << cols;
+    ASSERT_TRUE(step08_cluster::use_tiles((tiles - 1) * per_tile + 1, cols, sms)) << cols;
+    shapes.push_back({static_cast<int>((tiles - 1) * per_tile), cols});
+    shapes.push_back({static_cast<int>((tiles - 1) * per_tile + 1), cols});
+  }
+  expect_every_kind_matches(shapes, {0, 1});
 }
 
 // Without clusters (turned off here; absent before sm_90) every shape takes step07's paths.
