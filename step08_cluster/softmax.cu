@@ -329,8 +329,9 @@ void launch_tiles(const float* x, float* y, int rows, int cols, cudaStream_t str
 // (c): kPacks slots per thread, just enough to cover the row (padding slots would cost exps).
 // Blocks of 128 threads with at most one row an SM take the chain of one barrier (block_rows.cuh;
 // with more rows it measured 1-3% slower, change 25), except unaligned rows of 8-10 slots a
-// thread (about 3.8K-5K floats): there the one-barrier block measured level with step07's two
-// reductions or up to 3% behind at 2-132 rows, in all but one of 72 process-cells (change 39).
+// thread (about 3.6K-5.1K floats; timed at 3841-5003): there the one-barrier block measured
+// level with step07's two reductions or up to 3.3% behind at 2-132 rows, in all but one of 72
+// process-cells (change 39).
 // Rows of blocks of 256 (8K-16K floats) that few take the small clusters on sm_90 (split.cu), so
 // they keep one chain.
 template <int kPacks, bool kAligned>

@@ -34,10 +34,12 @@ inline int tile_group(int cols) {
 // row, 256-2048 rows a tile) start where the tiles measured level with step07's path (a) or
 // ahead, which depends on the length (docs/notes/step08.md, change 40; shape scans on an H100,
 // rows of N floats, tiles per SM where step07 was last ahead and where the tiles first were level
-// or ahead): 3 floats 4.1 and 4.7, 5 floats 2.6 and 3.0, 6 floats 5.9 and 6.8, 7 floats 2.7 and
-// 2.8, 9 floats 4.0 and 4.1, 10 and 11 floats 4.1 and 4.4. At 2.5 tiles per SM rows of 2 and 13
-// floats were already ahead, 14 level and 15 ahead. Rows of 4, 8, 12 and 16 floats are unaligned
-// only off their 16-byte boundary, and were not timed there: they keep 2.5.
+// or ahead): 3 floats 4.14 and 4.73, 5 floats 2.57 and 2.96, 6 floats 5.92 and 6.81, 7 floats
+// 2.67 and 2.82, 9 floats 4.00 and 4.14, 10 floats 4.14 and 4.44; 11 floats were level from 4.14
+// (0.996-1.009 of step07's speed) and take 10's start. At 2.5 tiles per SM rows of 2, 13 and 15
+// floats were already ahead and 14 about level (0.977-1.005 in six processes). Rows of 4, 8, 12
+// and 16 floats are unaligned only off their 16-byte boundary, and were not timed there: they
+// keep 2.5.
 inline int tile_start_tenths(int cols) {
   switch (cols) {
     case 3: return 47;
