@@ -65,4 +65,20 @@ inline bool use_tiles(int64_t rows, int cols, int sms) {
   return 10 * ((rows + per_tile - 1) / per_tile) >= tile_start_tenths(cols) * int64_t(sms);
 }
 
+// Whether aligned rows (x on a 16-byte boundary, N % 4 == 0) of `cols` floats take tiles too:
+// rows of an odd number of float4, N % 8 == 4, of 20-124 floats, from 5.9 tiles per SM. Such a
+// row starts on an odd 16-byte slot every other row, so the float4 groups of path (a) straddle a
+// 32-byte sector at each end of half the rows; a tile is one stretch of consecutive rows. Timed
+// against the library's path (a) (docs/notes/step08.md, change 41; the tiles' time over the
+// library's): 36-60 floats 0.986-1.058 at 3.0-3.6 tiles per SM and 0.934-0.982 from 4.7; 68-108
+// floats 0.991-1.014 at 4.7 and 0.927-0.980 from 7.1; 116-124 floats 0.964-1.007 at 4.7 and
+// 0.938-0.972 from 7.1; 20 and 28 floats 0.899-0.931 at 5.9 and 17.8. Rows of 12 floats were
+// slower on tiles (1.025-1.076), and rows of N % 8 == 0 went both ways (0.969-1.028): they keep
+// path (a).
+inline bool use_aligned_tiles(int64_t rows, int cols, int sms) {
+  if (cols % 8 != 4 || cols < 20 || cols > 124) return false;
+  const int per_tile = tile_rows(cols, tile_group(cols));
+  return 10 * ((rows + per_tile - 1) / per_tile) >= 59 * int64_t(sms);
+}
+
 }  // namespace step08_cluster

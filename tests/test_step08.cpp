@@ -390,6 +390,28 @@ TEST_F(Step08Dispatch, TilesOfShortRowsEitherSideOfTheirStart) {
   expect_every_kind_matches(shapes, {0, 1});
 }
 
+// Tiles (a') for aligned rows of an odd number of float4 (N % 8 == 4, 20-124 floats), from 5.9
+// tiles per SM (change 41, use_aligned_tiles): on an H100 779 tiles, from 99,585 rows of 20 floats
+// (128 rows a tile), 49,793 of 36 (64) and 24,897 of 68 and 124 (32). The row counts on either
+// side for the GPU it runs on, every input kind, x and y on their 16-byte boundary (the rule) and
+// 1 float off it (unaligned rows: use_tiles decides). Rows of 12 floats and of N % 8 == 0 keep
+// path (a) at any row count.
+TEST_F(Step08Dispatch, AlignedTilesEitherSideOfTheirStart) {
+  const int sms = query_device().sm_count;
+  std::vector<RowsCols> shapes;
+  for (const int cols : {20, 36, 68, 124}) {
+    const int per_tile = step08_cluster::tile_rows(cols, step08_cluster::tile_group(cols));
+    const int64_t tiles = (int64_t(59) * sms + 9) / 10;  // the fewest
+    ASSERT_FALSE(step08_cluster::use_aligned_tiles((tiles - 1) * per_tile, cols, sms)) << cols;
+    ASSERT_TRUE(step08_cluster::use_aligned_tiles((tiles - 1) * per_tile + 1, cols, sms)) << cols;
+    shapes.push_back({static_cast<int>((tiles - 1) * per_tile), cols});
+    shapes.push_back({static_cast<int>((tiles - 1) * per_tile + 1), cols});
+  }
+  for (const int cols : {12, 16, 40, 64, 128})
+    EXPECT_FALSE(step08_cluster::use_aligned_tiles(10000000, cols, sms)) << cols;
+  expect_every_kind_matches(shapes, {0, 1});
+}
+
 // Without clusters (turned off here; absent before sm_90) every shape takes step07's paths.
 TEST_F(Step08Dispatch, WithoutClustersServesEveryShape) {
   const Step* step = find_step("step08_cluster");
