@@ -21,6 +21,7 @@
 // | (a1) | N = 1         | 1          | the matrix as one vector, 4 rows a float4 | single_rows.cuh |
 // | (a') | unaligned     | 2..131     | tiles of rows via shared memory, 1-16    | tile_rows.cuh  |
 // |      | 2.5-6.8 tiles/SM (by N) |  | lanes a row (many rows only)             |                |
+// |      | aligned, N % 8 == 4, 5.9 tiles/SM | 20..124 | the same (change 41)   | tile_rows.cuh  |
 // | (b4) | small matrix (+) | 33..1024 | a warp per row, 4-byte accesses, lane l | warp_rows.cuh |
 // |      |               |            | holding l, l + 32, ...; one row a warp   |                |
 // | (a)  | <= 32         | <= 131     | G = 1..32 lanes per row, one slot each;  | warp_rows.cuh  |
@@ -46,17 +47,18 @@
 //      ahead of (b4) and (a') (change 35); from 0.55 waves at 69-85 floats (change 37); and
 //      aligned rows of 72-124 floats at 0.8 to 1.05 waves (half_warp_aligned_rows, change 38).
 // step07's paths, changed in these ways (docs/notes/step08.md, changes 14, 15, 17, 22, 23, 25,
-// 39 and 40):
+// 39, 40 and 41):
 // (***); a warp per row at 5-9 slots a lane keeps the persistent grid up to 3 waves of blocks,
 // not 1.5, a warp per aligned row of 57-64 slots leaves it from 0.75 waves, and a warp per
 // unaligned row of 4 slots a lane keeps the next row in flight from 0.9 waves; (a) and (b) on
 // matrices of under 31 KB an SM take one row per group, no persistent grid; (a') takes unaligned
 // rows of 2-16 floats too, one lane a row, from 2.5-6.8 tiles an SM by the row's length
-// (tile_start_tenths, change 40); and (c) in blocks of 128 threads on at most one row an SM takes
-// a chain of one barrier (block_rows.cuh), except on unaligned rows of 8-10 slots a thread (change
-// 39). Rows of one float take (a1), at any number of rows (change 18: 0.95 of memcpy or more from
-// 1000 to 67M rows in the first side run, 0.92-0.99 at the latency floor in later ones; (a) and
-// (a') ran at 0.57-0.94 between 131072 and 4194304 rows).
+// (tile_start_tenths, change 40), and aligned rows of an odd number of float4 (20-124 floats)
+// from 5.9 tiles an SM (use_aligned_tiles, change 41); and (c) in blocks of 128 threads on at
+// most one row an SM takes a chain of one barrier (block_rows.cuh), except on unaligned rows of
+// 8-10 slots a thread (change 39). Rows of one float take (a1), at any number of rows (change 18:
+// 0.95 of memcpy or more from 1000 to 67M rows in the first side run, 0.92-0.99 at the latency
+// floor in later ones; (a) and (a') ran at 0.57-0.94 between 131072 and 4194304 rows).
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages
