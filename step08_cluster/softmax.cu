@@ -450,8 +450,7 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
     return launch_one_row_per_group<16, 2, true>(x, y, rows, cols, stream);
   // (a') also on aligned rows of an odd number of float4 (20-124 floats) on many rows
   // (use_aligned_tiles, change 41).
-  if (aligned ? use_aligned_tiles(rows, cols, device_info().sms)
-              : use_tiles(rows, cols, device_info().sms)) {  // (a')
+  if (takes_tiles(aligned, rows, cols, device_info().sms)) {  // (a')
     switch (tile_group(cols)) {
       case 1: return launch_tiles<1, 2, 16>(x, y, rows, cols, stream);  // N = 1 took (a1)
       case 2: return launch_tiles<2, 9, 16>(x, y, rows, cols, stream);

@@ -81,4 +81,9 @@ inline bool use_aligned_tiles(int64_t rows, int cols, int sms) {
   return 10 * ((rows + per_tile - 1) / per_tile) >= 59 * int64_t(sms);
 }
 
+// The launcher's choice of path (a'): `aligned` is x on a 16-byte boundary and N % 4 == 0.
+inline bool takes_tiles(bool aligned, int64_t rows, int cols, int sms) {
+  return aligned ? use_aligned_tiles(rows, cols, sms) : use_tiles(rows, cols, sms);
+}
+
 }  // namespace step08_cluster

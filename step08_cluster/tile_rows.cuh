@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// step08_cluster, path (a'): unaligned short rows, a tile of consecutive rows staged through
-// shared memory.
+// step08_cluster, path (a'): unaligned short rows (and aligned rows of an odd number of float4 on
+// many rows, change 41), a tile of consecutive rows staged through shared memory.
 //
 // A row of 127 floats that starts off a 16-byte boundary has 30 or 31 whole 16-byte slots and up
 // to 3 + 3 loose floats at its ends: split row by row (row_split.cuh) the loose floats and their
@@ -23,7 +23,8 @@
 // starting at row*N. Rows s apart start s*N banks apart, so choose s with s*N = G * odd (mod
 // 32): the W groups then start G*0, G*q, G*2q, ... (q odd) banks in, W disjoint windows of G
 // banks that tile all 32. For odd N, s = G; in general s = G / gcd(N, G), at most the block's 8
-// warps (16 lanes on an odd N, or N a multiple of 8 off its boundary, keep some 2-way conflicts):
+// warps (16 lanes on an odd N, N a multiple of 8 off its boundary, or 2 lanes on N % 8 == 4, keep
+// some 2-way conflicts):
 //
 //   G = 8, N = 127 (s = 8):  warp 0 takes rows 0, 8, 16, 24, starting at banks 0, 24, 16, 8
 //                            lanes 0-7 -> banks 0-7   lanes 8-15 -> banks 24-31   and so on
@@ -35,7 +36,8 @@
 // 65536x127 0.99 with 8 lanes a row (0.96 with a warp, 0.93 for path a), 65536x61 0.96 with 4
 // lanes (0.81 with a warp, 0.89 for path a), 262144x31 0.99 with 2 lanes (0.89 for path a). On
 // fewer tiles than 2.5 per SM path (a) is faster (8192x61: 0.93 against 0.86), so it keeps those
-// (and rows of 3, 5-7 and 9-11 floats on more, by their length: tile_plan.h).
+// (and rows of 3, 5-7 and 9-11 floats on more, by their length; aligned rows of N % 8 == 4,
+// 20-124 floats, from 5.9 tiles an SM: tile_plan.h, changes 40 and 41).
 #pragma once
 
 #include <cuda_pipeline_primitives.h>

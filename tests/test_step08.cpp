@@ -395,20 +395,22 @@ TEST_F(Step08Dispatch, TilesOfShortRowsEitherSideOfTheirStart) {
 // (128 rows a tile), 49,793 of 36 (64) and 24,897 of 68 and 124 (32). The row counts on either
 // side for the GPU it runs on, every input kind, x and y on their 16-byte boundary (the rule) and
 // 1 float off it (unaligned rows: use_tiles decides). Rows of 12 floats and of N % 8 == 0 keep
-// path (a) at any row count.
+// path (a) at any row count. The rule is checked through takes_tiles, the launcher's own choice.
 TEST_F(Step08Dispatch, AlignedTilesEitherSideOfTheirStart) {
   const int sms = query_device().sm_count;
   std::vector<RowsCols> shapes;
   for (const int cols : {20, 36, 68, 124}) {
     const int per_tile = step08_cluster::tile_rows(cols, step08_cluster::tile_group(cols));
     const int64_t tiles = (int64_t(59) * sms + 9) / 10;  // the fewest
-    ASSERT_FALSE(step08_cluster::use_aligned_tiles((tiles - 1) * per_tile, cols, sms)) << cols;
-    ASSERT_TRUE(step08_cluster::use_aligned_tiles((tiles - 1) * per_tile + 1, cols, sms)) << cols;
+    ASSERT_FALSE(step08_cluster::takes_tiles(true, (tiles - 1) * per_tile, cols, sms)) << cols;
+    ASSERT_TRUE(step08_cluster::takes_tiles(true, (tiles - 1) * per_tile + 1, cols, sms)) << cols;
+    // The same rows off their boundary are unaligned: the start of use_tiles (2.5 an SM) holds.
+    ASSERT_TRUE(step08_cluster::takes_tiles(false, (tiles - 1) * per_tile, cols, sms)) << cols;
     shapes.push_back({static_cast<int>((tiles - 1) * per_tile), cols});
     shapes.push_back({static_cast<int>((tiles - 1) * per_tile + 1), cols});
   }
   for (const int cols : {12, 16, 40, 64, 128})
-    EXPECT_FALSE(step08_cluster::use_aligned_tiles(10000000, cols, sms)) << cols;
+    EXPECT_FALSE(step08_cluster::takes_tiles(true, 10000000, cols, sms)) << cols;
   expect_every_kind_matches(shapes, {0, 1});
 }
 
