@@ -36,8 +36,8 @@
 // 65536x127 0.99 with 8 lanes a row (0.96 with a warp, 0.93 for path a), 65536x61 0.96 with 4
 // lanes (0.81 with a warp, 0.89 for path a), 262144x31 0.99 with 2 lanes (0.89 for path a). On
 // fewer tiles than 2.5 per SM path (a) is faster (8192x61: 0.93 against 0.86), so it keeps those
-// (and rows of 3, 5-7 and 9-11 floats on more, by their length; aligned rows of N % 8 == 4,
-// 20-124 floats, from 5.9 tiles an SM: tile_plan.h, changes 40 and 41).
+// (and rows of 3, 5-7 and 9-11 floats on more, by their length; aligned rows keep path (a) but
+// those of N % 8 == 4 and 20-124 floats from 5.9 tiles an SM: tile_plan.h, changes 40 and 41).
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
