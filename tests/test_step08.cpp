@@ -596,6 +596,56 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   }
 }
 
+// Path (h) over rounds of rows in at most three groups, pairs counted (not tagged): each group as
+// wide as the resident CTAs allow, in the rounds the fewest CTAs that hold a row would take
+// (change 42). Four groups and more, and rounds short enough for tagged pairs, keep the fewest.
+// The rule against make_split's plan of the fewest on the GPU it runs on; the plans on an H100
+// or H200 (264 CTAs of 512 resident); the widened plans and one kept against the reference.
+TEST_F(Step08Dispatch, GridGroupsAsWideAsResidentOverFewGroups) {
+  const DeviceInfo dev = query_device();
+  if (dev.cc_major < 9) GTEST_SKIP() << step08_cluster::cluster_report();
+  const int64_t ctas = 2 * int64_t(dev.sm_count);
+  struct Shape {
+    int rows, cols;
+  };
+  for (const Shape s : {Shape{10, 1912074}, Shape{66, 1912074}, Shape{50, 1800001},
+                        Shape{64, 1200001}, Shape{30, 1300000}, Shape{6, 2000000},
+                        Shape{128, 1048576}, Shape{256, 524291}, Shape{64, 500000}}) {
+    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
+    const std::string name = std::to_string(s.rows) + "x" + std::to_string(s.cols);
+    ::testing::Test::RecordProperty(name, step08_cluster::describe(plan));
+    const int need = (s.cols / 4 + 4095) / 4096;       // 512 threads, 8 float4 each
+    const int need_held = (s.cols / 4 + 8191) / 8192;  // path (i): twice as much
+    // Not path (h) over rounds on this GPU: too long for it, rows few enough for (i) in one
+    // round, or so few that more CTAs than the fewest go to each row in one round.
+    if (need > ctas || need <= 16 || s.rows * need_held <= ctas || ctas / s.rows > need) continue;
+    const SplitPlan fewest = step08_cluster::make_split(Split::kGrid, need, s.rows, s.cols);
+    if (s.rows <= fewest.groups) continue;  // one round
+    ASSERT_EQ(plan.path, Split::kGrid) << name << ": " << step08_cluster::describe(plan);
+    EXPECT_EQ(plan.groups, fewest.groups) << name;
+    if (fewest.groups <= 3 && !fewest.tagged)
+      EXPECT_EQ(plan.parts, ctas / fewest.groups) << name;
+    else
+      EXPECT_EQ(plan.parts, need) << name;
+  }
+  if (dev.sm_count == 132) {
+    EXPECT_EQ(step08_cluster::plan_split(66, 1912074).parts, 132);  // 2 groups, 117 the fewest
+    EXPECT_EQ(step08_cluster::plan_split(64, 1200001).parts, 88);   // 3 groups, 74 the fewest
+    EXPECT_EQ(step08_cluster::plan_split(6, 2000000).parts, 123);   // tagged: 3 rounds of 2
+    EXPECT_EQ(step08_cluster::plan_split(128, 1048576).parts, 64);  // 4 groups
+  }
+  const Step* step = find_step("step08_cluster");
+  ASSERT_NE(step, nullptr);
+  for (const Shape s : {Shape{10, 1912074}, Shape{30, 1300001}, Shape{6, 2000000}})
+    for (InputKind kind : {InputKind::kMaxAtEnds, InputKind::kOneFiniteAtEnds})
+      for (const int offset : {0, 3}) {
+        const VerifyResult r =
+            check_step(*step, s.rows, s.cols, kind, next_seed(), {offset, offset});
+        EXPECT_TRUE(r.ok()) << s.rows << "x" << s.cols << " x+" << offset << " "
+                            << to_string(kind) << ": " << r.report();
+      }
+}
+
 // The tagged words of (h) and (i) are one set for every kernel that uses them, whatever its float4
 // count, CTA size or path: each launch must find the set the one before it cleared. Kernels of
 // different sizes one after another, the first again at the end (with a count of launches per

@@ -6,8 +6,9 @@
 //   build/softmax_step08_splits [--iters K] ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...
 //   build/softmax_step08_splits --one ROWS COLS PATH K [GROUPS]
 //
-// PATH: cluster, grid, held (paths g, h, i), or default (step08's own choice); THREADS: CTAs of
-// 1024 threads for held, 128 for cluster (make_split's sizes), else 512.
+// PATH: cluster, grid, held (paths g, h, i), or default (step08's own choice); grid-tagged and
+// grid-counted: path (h) with its pairs as tagged words or behind the counter, whatever make_split
+// chose; THREADS: CTAs of 1024 threads for held, 128 for cluster (make_split's sizes), else 512.
 //
 // The list: for each entry, verification (four input kinds, at most 40 rows, rows off 16-byte
 // boundaries when N % 4 != 0), then the median of K launches with L2 flushed, memcpy and step07
@@ -43,6 +44,7 @@ struct Plan {
   int parts;
   long groups = 0;  // > 0: this many clusters or groups instead of the plan's
   int threads = 0;  // > 0: CTAs of this many threads instead of 512
+  int tagged = -1;  // 0 or 1: (h)'s pairs counted or as tagged words, instead of the plan's
 };
 
 // The plan the forced launcher runs (a softmax::Step launcher carries no state of its own).
@@ -52,6 +54,7 @@ step08_cluster::SplitPlan split_of(const Plan& p, int rows, int cols) {
   auto s = p.threads > 0 ? step08_cluster::make_split(p.path, p.parts, rows, cols, p.threads)
                          : step08_cluster::make_split(p.path, p.parts, rows, cols);
   if (p.groups > 0) s.groups = std::min<long>(p.groups, rows);
+  if (p.tagged >= 0) s.tagged = p.tagged == 1;
   return s;
 }
 
@@ -72,7 +75,7 @@ int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--iters K] [ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...]\n"
                "       %s --one ROWS COLS PATH K [GROUPS]\n"
-               "PATH: cluster, grid, held or default\n",
+               "PATH: cluster, grid, grid-tagged, grid-counted, held or default\n",
                argv0, argv0);
   return 2;
 }
@@ -96,10 +99,18 @@ Plan plan_of(const std::string& spec) {
     throw softmax::UsageError("a plan is ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]], not '" + spec +
                               "'");
   const softmax::RowsCols shape = softmax::parse_shape(f[0]);
-  return {shape.rows, shape.cols, path_of(f[1]),
+  int tagged = -1;
+  if (f[1] == "grid-tagged" || f[1] == "grid-counted") {
+    tagged = f[1] == "grid-tagged" ? 1 : 0;
+    f[1] = "grid";
+  }
+  return {shape.rows,
+          shape.cols,
+          path_of(f[1]),
           f.size() > 2 ? softmax::parse_int("K", f[2].c_str(), 0) : 0,
           f.size() > 3 ? softmax::parse_int("GROUPS", f[3].c_str(), 0) : 0,
-          f.size() > 4 ? softmax::parse_int("THREADS", f[4].c_str(), 0) : 0};
+          f.size() > 4 ? softmax::parse_int("THREADS", f[4].c_str(), 0) : 0,
+          tagged};
 }
 
 }  // namespace
