@@ -3,16 +3,17 @@
 // step07 and memcpy: the experiments of docs/notes/step08.md.
 //
 //   build/softmax_step08_splits [--iters K]                    the built-in list (experiment 2)
-//   build/softmax_step08_splits [--iters K] ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...
+//   build/softmax_step08_splits [--iters K] [--verify-rows R] ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...
 //   build/softmax_step08_splits --one ROWS COLS PATH K [GROUPS]
 //
 // PATH: cluster, grid, held (paths g, h, i), or default (step08's own choice); grid-tagged and
 // grid-counted: path (h) with its pairs as tagged words or behind the counter, whatever make_split
 // chose; THREADS: CTAs of 1024 threads for held, 128 for cluster (make_split's sizes), else 512.
 //
-// The list: for each entry, verification (four input kinds, at most 40 rows, rows off 16-byte
-// boundaries when N % 4 != 0), then the median of K launches with L2 flushed, memcpy and step07
-// timed interleaved with it: ratio to memcpy, and step07's time over this plan's. GROUPS > 0 runs
+// The list: for each entry, verification (four input kinds, at most R rows: 40 unless
+// --verify-rows says otherwise; rows off 16-byte boundaries when N % 4 != 0), then the median of
+// K launches with L2 flushed, memcpy and step07 timed interleaved with it: ratio to memcpy, and
+// step07's time over this plan's. GROUPS > 0 runs
 // that many clusters or groups instead of the plan's (GROUPS = ROWS: one per row, no loop).
 // --one: a single unverified launch of one plan, for Nsight Compute. "default" is step08's own
 // choice (K ignored). Experiment 1's list and output are in docs/results/step08_experiments_h100.txt.
@@ -73,7 +74,7 @@ std::string describe(const Plan& p) {
 
 int usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s [--iters K] [ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...]\n"
+               "usage: %s [--iters K] [--verify-rows R] [ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...]\n"
                "       %s --one ROWS COLS PATH K [GROUPS]\n"
                "PATH: cluster, grid, grid-tagged, grid-counted, held or default\n",
                argv0, argv0);
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
       {1024, 131072, C, 8}, {1024, 131072, C, 8, 1024}, {512, 262144, G, 16},
   };
   long iters = 30;
+  long verify_rows = 40;
   bool one = false;
   try {
     if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--one") {
@@ -132,9 +134,14 @@ int main(int argc, char** argv) {
       one = true;
     } else {
       int a = 1;
-      if (argc >= 3 && std::string(argv[1]) == "--iters") {
-        iters = softmax::parse_int("--iters", argv[2], softmax::kMinRuns);
-        a = 3;
+      for (; a + 1 < argc && argv[a][0] == '-'; a += 2) {
+        const std::string opt = argv[a];
+        if (opt == "--iters")
+          iters = softmax::parse_int("--iters", argv[a + 1], softmax::kMinRuns);
+        else if (opt == "--verify-rows")
+          verify_rows = softmax::parse_int("--verify-rows", argv[a + 1], 1);
+        else
+          throw softmax::UsageError("unknown option '" + opt + "'");
       }
       if (a < argc) plans.clear();
       for (; a < argc; ++a) plans.push_back(plan_of(argv[a]));
@@ -176,7 +183,8 @@ int main(int argc, char** argv) {
         const int offset = p.cols % 4 ? 1 : 0;
         for (auto kind : {softmax::InputKind::kNormal, softmax::InputKind::kNonFinite,
                           softmax::InputKind::kMaxAtEnds, softmax::InputKind::kOneFiniteAtEnds}) {
-          r = softmax::check_step(step, std::min(p.rows, 40), p.cols, kind, 99 + p.cols,
+          r = softmax::check_step(step, int(std::min<long>(p.rows, verify_rows)), p.cols, kind,
+                                  99 + p.cols,
                                   {offset, offset});
           if (!r.ok()) break;
         }
