@@ -35,9 +35,11 @@ constexpr int64_t kRowsInOneWaveBytes = int64_t(18) << 20;
 constexpr int64_t kRowsPerClusterForWaves = 8;
 // The most rows a group of (h) takes with TaggedExchange (make_split).
 constexpr int64_t kTaggedRounds = 4;
-// Path (h) over rounds of rows in at most this many groups at once spreads each group over every
-// resident CTA it can have (change 42).
+// Path (h) with at most kWideGroups groups at once: tagged pairs up to kTaggedRoundsFewGroups rows
+// a group; past that, counted pairs, each group spread over every resident CTA it can have
+// (change 42).
 constexpr int64_t kWideGroups = 3;
+constexpr int64_t kTaggedRoundsFewGroups = 24;
 // The most CTAs an SM the small clusters (CTAs of 128 threads) take a matrix at (plan_split).
 constexpr int64_t kSmallCtasPerSm = 8;
 // The small clusters' stages (make_split): about this many bytes of the matrix each, the next
@@ -217,7 +219,9 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   // round) 0.76 against 0.71, 16x1048576 (four rounds) 0.84 against 0.82, 16x262147 0.93-0.95
   // against 0.88-0.90; at eight rounds and more level or behind: 32x1048576 0.83 both, 64x524288
   // 0.83-0.84 against 0.87, 256x524288 0.85 against 0.89 (docs/notes/step08.md, change 21).
-  plan.tagged = path == Split::kHeld || (path == Split::kGrid && rounds <= kTaggedRounds);
+  // Where at most kWideGroups groups fit, up to kTaggedRoundsFewGroups rows a group (change 42).
+  const int64_t tagged_rounds = fit <= kWideGroups ? kTaggedRoundsFewGroups : kTaggedRounds;
+  plan.tagged = path == Split::kHeld || (path == Split::kGrid && rounds <= tagged_rounds);
   // Clusters over many rows (8 or more per resident cluster): two rows each, far more clusters
   // than fit at once, so that the hardware starts a new cluster wherever one ends. Clusters on
   // some SMs run faster than others; with a fixed share of the rows each, the slowest decides.
