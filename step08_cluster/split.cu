@@ -35,11 +35,9 @@ constexpr int64_t kRowsInOneWaveBytes = int64_t(18) << 20;
 constexpr int64_t kRowsPerClusterForWaves = 8;
 // The most rows a group of (h) takes with TaggedExchange (make_split).
 constexpr int64_t kTaggedRounds = 4;
-// Path (h) with at most kWideGroups groups at once: tagged pairs up to kTaggedRoundsFewGroups rows
-// a group; past that, counted pairs, each group spread over every resident CTA it can have
+// Path (h) where at most this many groups fit at once: tagged pairs over any number of rows
 // (change 42).
-constexpr int64_t kWideGroups = 3;
-constexpr int64_t kTaggedRoundsFewGroups = 24;
+constexpr int64_t kTaggedGroups = 3;
 // The most CTAs an SM the small clusters (CTAs of 128 threads) take a matrix at (plan_split).
 constexpr int64_t kSmallCtasPerSm = 8;
 // The small clusters' stages (make_split): about this many bytes of the matrix each, the next
@@ -219,9 +217,14 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   // round) 0.76 against 0.71, 16x1048576 (four rounds) 0.84 against 0.82, 16x262147 0.93-0.95
   // against 0.88-0.90; at eight rounds and more level or behind: 32x1048576 0.83 both, 64x524288
   // 0.83-0.84 against 0.87, 256x524288 0.85 against 0.89 (docs/notes/step08.md, change 21).
-  // Where at most kWideGroups groups fit, up to kTaggedRoundsFewGroups rows a group (change 42).
-  const int64_t tagged_rounds = fit <= kWideGroups ? kTaggedRoundsFewGroups : kTaggedRounds;
-  plan.tagged = path == Split::kHeld || (path == Split::kGrid && rounds <= tagged_rounds);
+  // Where at most three groups fit (rows of 67 CTAs' worth and more on an H100), (h)'s pairs go
+  // as tagged words over any number of rows: 0.79-0.83 of memcpy against the counter's 0.73-0.77
+  // at 10x1912074, 14x1700000 and 66x1912074 (two groups), 0.82 against 0.77 at 30x1300000 and
+  // 0.79-0.80 against 0.76 at 64x1200001 (three), 0.74 against 0.70 at 100x1500000 (50 rows a
+  // group); level at 100x1200000 (change 42). Where more groups fit, they lost past four rows a
+  // group (48x600000 0.82 against 0.84-0.85, 80x520000 0.83 against 0.87).
+  plan.tagged = path == Split::kHeld ||
+                (path == Split::kGrid && (rounds <= kTaggedRounds || fit <= kTaggedGroups));
   // Clusters over many rows (8 or more per resident cluster): two rows each, far more clusters
   // than fit at once, so that the hardware starts a new cluster wherever one ends. Clusters on
   // some SMs run faster than others; with a fixed share of the rows each, the slowest decides.
@@ -274,9 +277,7 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 //    that clusters of 2 would take in two rounds: step07's path (d) (change 17);
 //  - the rest, path (h): K as large as spreads the rows over every resident CTA, but at least 4
 //    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32;
-//    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57); over rounds of at most three
-//    groups, as wide as leaves no resident CTA idle (66x1912074: K = 132 at 0.79 against 117's
-//    0.73; change 42);
+//    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57);
 //  - except where (h) would take two or more rounds of rows and (i) one: (i) in groups of the
 //    fewest CTAs that hold a row (8x1048576: K = 32 or 33 0.74-0.76 against (h)'s groups of 64 in
 //    two rounds 0.72-0.73; 12x700001: 0.88 against 0.85), or of as many as are resident where
@@ -381,18 +382,7 @@ SplitPlan plan_split(int rows, int cols) {
     const SplitPlan h =
         make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
     // (h) in one round, or more rounds than (i) would take in one.
-    if (rows <= groups_that_fit(h)) return h;
-    if (rows * need_held > ctas) {
-      // In rounds of at most kWideGroups groups, counted (not tagged) pairs: each group as wide
-      // as the resident CTAs allow, in as many rounds (66x1912074: 132 CTAs a row at 0.79-0.80
-      // of memcpy against 117 at 0.73-0.74; 50x1800001 0.78 against 0.73; 64x1200001 88 against
-      // 74, 0.78-0.79 against 0.76). Four groups and more gained nothing or lost up to 0.02
-      // (128x1048576: 66 against 64), as did 6x2000000 in tagged rounds (docs/notes/step08.md,
-      // change 42).
-      if (h.groups > kWideGroups || h.tagged) return h;
-      const int64_t widest = ctas / h.groups;
-      return widest > h.parts ? make_split(Split::kGrid, static_cast<int>(widest), rows, cols) : h;
-    }
+    if (rows <= groups_that_fit(h) || rows * need_held > ctas) return h;
     // As many CTAs a row as are resident, where that is at least a tenth more than the fewest.
     const int64_t wide_held = ctas / rows;
     const int64_t parts = wide_held * 10 >= need_held * 11 ? wide_held : need_held;

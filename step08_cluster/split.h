@@ -24,6 +24,7 @@ struct SplitPlan {
   int threads = 512;          // per CTA: 512 (two an SM), or 1024 for kHeld (one an SM)
   bool tagged = false;        // kGrid, kHeld: pairs as tagged words (TaggedExchange), not behind
                               // a counter (GridExchange); kHeld always, kGrid in <= 4 rounds
+                              // or where at most 3 groups fit
   unsigned stagger_ns = 0;    // kCluster in CTAs of 128 threads: cluster g waits
   int64_t stage_groups = 0;   // (g / stage_groups) * stagger_ns before its loads (0 ns: none;
                               // split.cu)

@@ -18,9 +18,9 @@
 //       stores its pair into every CTA's shared memory (distributed shared memory, st.async) and
 //       each waits on its own transaction barrier (mbarrier) until all K pairs have landed.
 //   (h) a group of K CTAs of a cooperative grid (any K): pairs in global memory. Where a group
-//       takes at most four rows, each pair is stored as two tagged words that the K CTAs read
-//       until every tag is the row's (TaggedExchange); over more rows, behind a counter in
-//       global memory that the last CTA to arrive resets (GridExchange). Cooperative launch
+//       takes at most four rows, or at most three groups fit, each pair is stored as two tagged
+//       words that the K CTAs read until every tag is the row's (TaggedExchange); else behind a
+//       counter in global memory that the last CTA to arrive resets (GridExchange). Cooperative launch
 //       guarantees every CTA is resident, so a CTA spinning on the words or the counter cannot
 //       keep the one it waits for from running.
 //
@@ -331,16 +331,17 @@ struct GridExchange {
   }
 };
 
-// The exchange of (i), and of (h) where a group takes at most four rows: no counter, no fence, no
-// read-modify-write. Warp 0 of each CTA stores the CTA's pair as two 64-bit words, each a tag (the
-// CTA's count of rows so far, + 1) beside one float, with one relaxed 16-byte store, then reads the
-// group's K pairs of words until every tag is the row's, and merges them. A 64-bit store is
-// single-copy atomic, so a tag seen means its float is there. GridExchange's chain (the pair
+// The exchange of (i), and of (h) where a group takes at most four rows or at most three groups
+// fit: no counter, no fence, no read-modify-write. Warp 0 of each CTA stores the CTA's pair as two
+// 64-bit words, each a tag (the CTA's count of rows so far, + 1) beside one float, with one
+// relaxed 16-byte store, then reads the group's K pairs of words until every tag is the row's,
+// and merges them. A 64-bit store is single-copy atomic, so a tag seen means its float is there. GridExchange's chain (the pair
 // stored, an acq_rel add, the last CTA's reset and release, the others' acquire polls, then the
 // pairs read) took 0.6-0.8 us more at 8x1048576 and 1x1048576, where this one runs at 0.82-0.83
 // and 0.65-0.66 of memcpy against 0.80 and 0.61 (docs/notes/step08.md, change 21). On groups that
-// take many rows, with the next row's copies in flight, it lost up to 0.04 (256x524288 0.85
-// against 0.89), so those keep GridExchange.
+// take many rows, with the next row's copies in flight, it lost up to 0.04 where eight groups fit
+// (256x524288 0.85 against 0.89), so those keep GridExchange; where at most three fit it was
+// ahead or level over any number of rows (change 42).
 //   Words by row parity: a CTA overwrites its word of row i with row i + 2's only after it has
 // seen all K words of row i + 1, which every CTA stores only after it has read row i's. Two sets
 // by launch parity: each launch clears the other set, which the next tagged launch (launches of (h)
@@ -698,7 +699,8 @@ __global__ void __launch_bounds__(kSmallSplitThreads)
 }
 
 // (h): groups of `parts` consecutive CTAs of a cooperative grid, persistent over rows; Exchange:
-// TaggedExchange where a group takes at most four rows, else GridExchange (split.cu).
+// TaggedExchange where a group takes at most four rows or at most three groups fit, else
+// GridExchange (split.cu).
 template <int kPacks, typename Exchange>
 __global__ void __launch_bounds__(kSplitThreads, 2)
     grid_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,

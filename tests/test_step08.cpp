@@ -470,7 +470,8 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_TRUE(step08_cluster::plan_split(2, 1048576).tagged);
   const int fit64 = 2 * dev.sm_count / 64;
   EXPECT_TRUE(step08_cluster::make_split(Split::kGrid, 64, 4 * fit64, 64 * 4096).tagged);
-  EXPECT_FALSE(step08_cluster::make_split(Split::kGrid, 64, 4 * fit64 + 1, 64 * 4096).tagged);
+  if (fit64 > 3)  // at most three groups: tagged over any rows (change 42)
+    EXPECT_FALSE(step08_cluster::make_split(Split::kGrid, 64, 4 * fit64 + 1, 64 * 4096).tagged);
   EXPECT_EQ(step08_cluster::plan_split(1, 9000001).path, Split::kNone);
   EXPECT_EQ(step08_cluster::plan_split(4096, 1024).path, Split::kNone);
   // Rows of 9-16 CTAs' worth: clusters of 16 on enough rows for one round of clusters, grid groups
@@ -596,47 +597,41 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   }
 }
 
-// Path (h) over rounds of rows in at most three groups, pairs counted (not tagged): each group as
-// wide as the resident CTAs allow, in the rounds the fewest CTAs that hold a row would take
-// (change 42). Four groups and more, and rounds short enough for tagged pairs, keep the fewest.
-// The rule against make_split's plan of the fewest on the GPU it runs on; the plans on an H100
-// or H200 (264 CTAs of 512 resident); the widened plans and one kept against the reference.
-TEST_F(Step08Dispatch, GridGroupsAsWideAsResidentOverFewGroups) {
+// Path (h) where at most three groups fit: tagged pairs over any number of rows; where more fit,
+// at most four rows a group (change 42). The rule against make_split's own plans on the GPU it
+// runs on; the plans on an H100 or H200 (264 CTAs of 512 resident: rows of 67 CTAs' worth and more
+// fit in at most three groups); shapes that take tagged pairs over many rows against the
+// reference.
+TEST_F(Step08Dispatch, TaggedPairsOverAnyRowsInFewGroups) {
   const DeviceInfo dev = query_device();
   if (dev.cc_major < 9) GTEST_SKIP() << step08_cluster::cluster_report();
-  const int64_t ctas = 2 * int64_t(dev.sm_count);
-  struct Shape {
-    int rows, cols;
-  };
-  for (const Shape s : {Shape{10, 1912074}, Shape{66, 1912074}, Shape{50, 1800001},
-                        Shape{64, 1200001}, Shape{30, 1300000}, Shape{6, 2000000},
-                        Shape{128, 1048576}, Shape{256, 524291}, Shape{64, 500000}}) {
-    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
-    const std::string name = std::to_string(s.rows) + "x" + std::to_string(s.cols);
-    ::testing::Test::RecordProperty(name, step08_cluster::describe(plan));
-    const int need = (s.cols / 4 + 4095) / 4096;       // 512 threads, 8 float4 each
-    const int need_held = (s.cols / 4 + 8191) / 8192;  // path (i): twice as much
-    // Not path (h) over rounds on this GPU: too long for it, rows few enough for (i) in one
-    // round, or so few that more CTAs than the fewest go to each row in one round.
-    if (need > ctas || need <= 16 || s.rows * need_held <= ctas || ctas / s.rows > need) continue;
-    const SplitPlan fewest = step08_cluster::make_split(Split::kGrid, need, s.rows, s.cols);
-    if (s.rows <= fewest.groups) continue;  // one round
-    ASSERT_EQ(plan.path, Split::kGrid) << name << ": " << step08_cluster::describe(plan);
-    EXPECT_EQ(plan.groups, fewest.groups) << name;
-    if (fewest.groups <= 3 && !fewest.tagged)
-      EXPECT_EQ(plan.parts, ctas / fewest.groups) << name;
-    else
-      EXPECT_EQ(plan.parts, need) << name;
+  for (const int k : {17, 44, 66, 67, 88, 132}) {
+    const int cols = k * 16384;  // k CTAs of 512 threads, 8 float4 each
+    // The groups that fit: over a million rows, make_split balances them over all of them.
+    const int64_t fits = step08_cluster::make_split(Split::kGrid, k, 1000000, cols).groups;
+    for (const int64_t rounds : {int64_t(4), int64_t(5), int64_t(40)}) {
+      const int rows = static_cast<int>(fits * rounds);
+      const SplitPlan plan = step08_cluster::make_split(Split::kGrid, k, rows, cols);
+      EXPECT_EQ(plan.tagged, rounds <= 4 || fits <= 3)
+          << rows << "x" << cols << " in groups of " << k << ": " << fits << " fit";
+    }
   }
   if (dev.sm_count == 132) {
-    EXPECT_EQ(step08_cluster::plan_split(66, 1912074).parts, 132);  // 2 groups, 117 the fewest
-    EXPECT_EQ(step08_cluster::plan_split(64, 1200001).parts, 88);   // 3 groups, 74 the fewest
-    EXPECT_EQ(step08_cluster::plan_split(6, 2000000).parts, 123);   // tagged: 3 rounds of 2
-    EXPECT_EQ(step08_cluster::plan_split(128, 1048576).parts, 64);  // 4 groups
+    const SplitPlan wide = step08_cluster::plan_split(66, 1912074);  // 2 groups of 117, 33 rounds
+    EXPECT_EQ(wide.path, Split::kGrid);
+    EXPECT_EQ(wide.parts, 117);
+    EXPECT_TRUE(wide.tagged);
+    EXPECT_TRUE(step08_cluster::plan_split(100, 1200000).tagged);    // 3 groups of 74
+    EXPECT_FALSE(step08_cluster::plan_split(128, 1048576).tagged);   // 4 groups of 64
+    EXPECT_FALSE(step08_cluster::plan_split(80, 520000).tagged);     // 8 groups of 32
   }
   const Step* step = find_step("step08_cluster");
   ASSERT_NE(step, nullptr);
-  for (const Shape s : {Shape{10, 1912074}, Shape{30, 1300001}, Shape{6, 2000000}})
+  // On an H100: 2 groups of 117 over 5 rows each; 3 groups of 68 over 10 rows each.
+  for (const RowsCols s : {RowsCols{10, 1912074}, RowsCols{30, 1100001}}) {
+    ::testing::Test::RecordProperty(
+        std::to_string(s.rows) + "x" + std::to_string(s.cols),
+        step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
     for (InputKind kind : {InputKind::kMaxAtEnds, InputKind::kOneFiniteAtEnds})
       for (const int offset : {0, 3}) {
         const VerifyResult r =
@@ -644,6 +639,7 @@ TEST_F(Step08Dispatch, GridGroupsAsWideAsResidentOverFewGroups) {
         EXPECT_TRUE(r.ok()) << s.rows << "x" << s.cols << " x+" << offset << " "
                             << to_string(kind) << ": " << r.report();
       }
+  }
 }
 
 // The tagged words of (h) and (i) are one set for every kernel that uses them, whatever its float4
