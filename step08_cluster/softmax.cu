@@ -89,6 +89,7 @@
 //           read twice, 12*M*N bytes modeled.
 // Run:      ./build/step08_cluster/step08_cluster   (--help for options)
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <type_traits>
@@ -268,10 +269,20 @@ void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols
 // (a1): one float4 slot (four rows) a thread, a block per 256 slots, no persistent grid. Measured
 // against 2, 4 and 8 slots a thread, which gave fewer blocks: level or behind at every size from 1
 // to 67M rows, by up to 0.18 of memcpy on small matrices (docs/notes/step08.md, change 18).
+// (a2), rows of two floats on an 8-byte boundary, the same way: two rows a slot (change 43).
+// Taken where x is on an 8-byte boundary (y is then too: the launcher has checked that they
+// share their 16-byte offset) and the 2M floats can be counted in an int.
+bool takes_pairs(uintptr_t ux, int rows, int cols) {
+  return cols == 2 && ux % 8 == 0 && rows <= std::numeric_limits<int>::max() / 2;
+}
+
+template <int kCols>
 void launch_single(const float* x, float* y, int rows, cudaStream_t stream) {
-  const int64_t slots = rows / 4 + 1;  // the body has at most this many (rows - head) / 4 slots
+  // The body has at most this many (rows * kCols - head) / 4 slots.
+  const int64_t slots = int64_t(rows) * kCols / 4 + 1;
   const int64_t blocks = (slots + kSingleThreads - 1) / kSingleThreads;
-  single_rows_kernel<1><<<static_cast<unsigned>(blocks), kSingleThreads, 0, stream>>>(x, y, rows);
+  single_rows_kernel<1, kCols>
+      <<<static_cast<unsigned>(blocks), kSingleThreads, 0, stream>>>(x, y, rows);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -418,7 +429,8 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   const auto ux = reinterpret_cast<uintptr_t>(x), uy = reinterpret_cast<uintptr_t>(y);
   // (f) x and y do not share their 16-byte boundaries.
   if ((ux - uy) % 16 != 0) return launch_two_pass<1>(x, y, rows, cols, stream);
-  if (cols == 1) return launch_single(x, y, rows, stream);  // (a1)
+  if (cols == 1) return launch_single<1>(x, y, rows, stream);  // (a1)
+  if (takes_pairs(ux, rows, cols)) return launch_single<2>(x, y, rows, stream);  // (a2)
   // (g) and (h): long rows, and few rows, over several SMs.
   const SplitPlan plan = plan_split(rows, cols);
   if (plan.path != Split::kNone) return launch_split(plan, x, y, rows, cols, stream);
