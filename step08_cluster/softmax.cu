@@ -19,6 +19,7 @@
 // | (i)  | few rows (h) takes in 2+ rounds; up to twice | (h) with each part half held in   |
 // |      | what (h) holds | shared memory, one round of rows                  | split_rows.cuh |
 // | (a1) | N = 1         | 1          | the matrix as one vector, 4 rows a float4 | single_rows.cuh |
+// | (a2) | N = 2, x on an 8-byte boundary | 2 | the same, 2 rows a float4 | single_rows.cuh |
 // | (a') | unaligned     | 2..131     | tiles of rows via shared memory, 1-16    | tile_rows.cuh  |
 // |      | 2.5-6.8 tiles/SM (by N) |  | lanes a row (many rows only)             |                |
 // |      | aligned, N % 8 == 4, 5.9 tiles/SM | 20..124 | the same (change 41)   | tile_rows.cuh  |
@@ -58,7 +59,10 @@
 // most one row an SM takes a chain of one barrier (block_rows.cuh), except on unaligned rows of
 // 8-10 slots a thread (change 39). Rows of one float take (a1), at any number of rows (change 18:
 // 0.95 of memcpy or more from 1000 to 67M rows in the first side run, 0.92-0.99 at the latency
-// floor in later ones; (a) and (a') ran at 0.57-0.94 between 131072 and 4194304 rows).
+// floor in later ones; (a) and (a') ran at 0.57-0.94 between 131072 and 4194304 rows). Rows of
+// two floats on an 8-byte boundary take (a2), at any number of rows (change 43: ahead of
+// step07's path (a) by 0-37% and of cuDNN by 0-41% from 971 to 30M rows, where cuDNN had led by
+// one to four timer steps below 100000 rows).
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages

@@ -212,8 +212,9 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   // Balanced: every cluster or group takes the same number of rows (or one fewer).
   const int64_t rounds = (rows + fit - 1) / fit;
   plan.groups = (rows + rounds - 1) / rounds;
-  // (i)'s pairs always go as tagged words; (h)'s where a group takes at most four rows. In the
-  // same rounds as the counter: 8x1048576 (i) 0.82-0.83 of memcpy against 0.80, 4x1048576 (h, one
+  // (i)'s pairs always go as tagged words; (h)'s where a group takes at most four rows (and, since
+  // change 42, wherever at most three groups fit; below). In the same rounds as the counter:
+  // 8x1048576 (i) 0.82-0.83 of memcpy against 0.80, 4x1048576 (h, one
   // round) 0.76 against 0.71, 16x1048576 (four rounds) 0.84 against 0.82, 16x262147 0.93-0.95
   // against 0.88-0.90; at eight rounds and more level or behind: 32x1048576 0.83 both, 64x524288
   // 0.83-0.84 against 0.87, 256x524288 0.85 against 0.89 (docs/notes/step08.md, change 21).
@@ -221,8 +222,11 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   // as tagged words over any number of rows: 0.79-0.83 of memcpy against the counter's 0.73-0.77
   // at 10x1912074, 14x1700000 and 66x1912074 (two groups), 0.82 against 0.77 at 30x1300000 and
   // 0.79-0.80 against 0.76 at 64x1200001 (three), 0.74 against 0.70 at 100x1500000 (50 rows a
-  // group); level at 100x1200000 (change 42). Where more groups fit, they lost past four rows a
-  // group (48x600000 0.82 against 0.84-0.85, 80x520000 0.83 against 0.87).
+  // group); level at 100x1200000 and 128x2097152 (change 42). Where four groups fit they were
+  // ahead at five and six rows a group and level at seven and eight (20x1000000 0.85-0.86 against
+  // 0.84-0.85, 32x1048576 0.83 both); where seven or eight fit, behind from five (48x600000 0.82
+  // against 0.84-0.85, 80x520000 0.83 against 0.87). Both keep four rows a group (the gain in four
+  // groups is measured at two shapes only).
   plan.tagged = path == Split::kHeld ||
                 (path == Split::kGrid && (rounds <= kTaggedRounds || fit <= kTaggedGroups));
   // Clusters over many rows (8 or more per resident cluster): two rows each, far more clusters

@@ -341,7 +341,8 @@ struct GridExchange {
 // and 0.65-0.66 of memcpy against 0.80 and 0.61 (docs/notes/step08.md, change 21). On groups that
 // take many rows, with the next row's copies in flight, it lost up to 0.04 where eight groups fit
 // (256x524288 0.85 against 0.89), so those keep GridExchange; where at most three fit it was
-// ahead or level over any number of rows (change 42).
+// ahead or level over any number of rows at the fewest CTAs that hold a row (change 42; in groups
+// widened to every resident CTA it lost to the counter).
 //   Words by row parity: a CTA overwrites its word of row i with row i + 2's only after it has
 // seen all K words of row i + 1, which every CTA stores only after it has read row i's. Two sets
 // by launch parity: each launch clears the other set, which the next tagged launch (launches of (h)

@@ -162,7 +162,8 @@ std::vector<Group> groups() {
       // tiles of rows of 4 floats are 2.5 a SM up to 156 SMs, and every other length here passes
       // its own threshold up to 179 SMs or more (5 floats: 521 tiles, 2.9 a SM). Rows of 4 and
       // 16 floats take them when x is off its boundary (x + 1). Rows of one float take step08's
-      // path (a1) at any number of rows (below).
+      // path (a1) at any number of rows, and rows of two on an 8-byte boundary its path (a2)
+      // (below): here x + 1 only.
       {"a_tiles_one_lane_short", 2200000, {1, 2, 3}, {InputKind::kMaxAtEnds}, {{0, 0}, {1, 1}}},
       {"a_tiles_one_lane",
        400000,
@@ -183,6 +184,22 @@ std::vector<Group> groups() {
        {1},
        {InputKind::kNonFinite},
        {{0, 0}, {1, 1}, {2, 2}, {3, 3}}},
+      // Rows of two floats, which step08 takes as one vector of 2M floats, two rows a float4,
+      // where x lies on an 8-byte boundary (path a2, change 43): one row (in the head at x + 2, in
+      // the tail at x + 0), 6 rows (a row in the head and one in the tail at x + 2), 262147 rows
+      // (a block per 256 float4, 513 blocks); every x and y offset (x + 1 and x + 3 keep the
+      // other paths, offsets that differ take path f), non-finite values.
+      {"a2_two_floats_1", 1, {2}, {InputKind::kNormal, InputKind::kNonFinite}, all_offsets()},
+      {"a2_two_floats_6",
+       6,
+       {2},
+       {InputKind::kNormal, InputKind::kNonFinite, InputKind::kMaxAtEnds},
+       all_offsets()},
+      {"a2_two_floats_262147",
+       262147,
+       {2},
+       {InputKind::kNormal, InputKind::kNonFinite},
+       all_offsets()},
       // Aligned rows of 5-32 slots on 65536 rows, 1.5 waves or more of one-slot groups on GPUs of
       // up to ~170 SMs: (a) switches to 4 or 8 lanes a row holding 2-4 slots each.
       {"a_many_rows_wide_lanes",

@@ -464,7 +464,7 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(2, 1048576).path, Split::kGrid);
   EXPECT_EQ(step08_cluster::plan_split(1, 4400003).path, Split::kHeld);
   // Pairs as tagged words: (i) always, (h) where a group takes at most four rows (groups of 64
-  // CTAs of 512, two an SM: 2 * SMs / 64 groups fit).
+  // CTAs of 512, two an SM: 2 * SMs / 64 groups fit) or at most three groups fit (change 42).
   EXPECT_TRUE(step08_cluster::plan_split(8, 1048576).tagged);
   EXPECT_TRUE(step08_cluster::plan_split(1, 4400003).tagged);
   EXPECT_TRUE(step08_cluster::plan_split(2, 1048576).tagged);

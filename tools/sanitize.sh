@@ -95,7 +95,11 @@ step07_paths() {
 # unaligned rows of 86-131 floats past its own reach below that band: 10500x105 and 11824x127,
 # both off their boundary. Change 37's part of the 16-lane band at 69-85 floats: 9289x69 (its
 # lower edge) and 11824x85 (its top), off their boundary. Change 38's 16-lane groups on aligned
-# rows of 72-124 floats around one wave: 13513x80 and 17736x124 (its edges).
+# rows of 72-124 floats around one wave: 13513x80 and 17736x124 (its edges). Change 42's tagged
+# pairs over many rows where at most three groups of (h) fit: 15x1100001 off its boundary (three
+# groups over five rows each). Change 43's path (a2), rows of two floats as one vector: 81462x2,
+# 6x2 two floats off the boundary (a row in the head and one in the tail), and 262147x2 one float
+# off it, which keeps the tiles.
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -116,7 +120,8 @@ step08_paths() {
     "$s:7x33+2+2" "$s:8x1001" "$s:2777x190+1+1" "$s:1000x999+3+3" "$s:6144x257+1+1" \
     "$s:2111x1024" "$s:8448x128" "$s:12000x70" "$s:15000x127+1+1" \
     "$s:10500x105+1+1" "$s:11824x127+3+3" "$s:9289x69+2+2" "$s:11824x85+1+1" \
-    "$s:13513x80" "$s:17736x124" \
+    "$s:13513x80" "$s:17736x124" "$s:15x1100001+1+1" "$s:81462x2" "$s:6x2+2+2" \
+    "$s:262147x2+1+1" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
