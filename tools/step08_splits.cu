@@ -81,7 +81,13 @@ int usage(const char* argv0) {
   return 2;
 }
 
-Split path_of(const std::string& name) {
+// grid-tagged and grid-counted: path (h) with its pairs one way or the other (-1: the plan's).
+int tagged_of(const std::string& name) {
+  return name == "grid-tagged" ? 1 : name == "grid-counted" ? 0 : -1;
+}
+
+Split path_of(std::string name) {
+  if (tagged_of(name) >= 0) name = "grid";
   if (name == "cluster") return Split::kCluster;
   if (name == "grid") return Split::kGrid;
   if (name == "held") return Split::kHeld;
@@ -100,11 +106,7 @@ Plan plan_of(const std::string& spec) {
     throw softmax::UsageError("a plan is ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]], not '" + spec +
                               "'");
   const softmax::RowsCols shape = softmax::parse_shape(f[0]);
-  int tagged = -1;
-  if (f[1] == "grid-tagged" || f[1] == "grid-counted") {
-    tagged = f[1] == "grid-tagged" ? 1 : 0;
-    f[1] = "grid";
-  }
+  const int tagged = tagged_of(f[1]);
   return {shape.rows,
           shape.cols,
           path_of(f[1]),
@@ -130,7 +132,7 @@ int main(int argc, char** argv) {
     if ((argc == 6 || argc == 7) && std::string(argv[1]) == "--one") {
       plans = {{softmax::parse_int("ROWS", argv[2], 1), softmax::parse_int("COLS", argv[3], 1),
                 path_of(argv[4]), softmax::parse_int("K", argv[5], 0),
-                argc == 7 ? softmax::parse_int("GROUPS", argv[6], 0) : 0}};
+                argc == 7 ? softmax::parse_int("GROUPS", argv[6], 0) : 0, 0, tagged_of(argv[4])}};
       one = true;
     } else {
       int a = 1;
