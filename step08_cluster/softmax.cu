@@ -19,8 +19,8 @@
 // | (i)  | few rows (h) takes in 2+ rounds; up to twice | (h) with each part half held in   |
 // |      | what (h) holds | shared memory, one round of rows                  | split_rows.cuh |
 // | (a1) | N = 1         | 1          | the matrix as one vector, 4 rows a float4 | single_rows.cuh |
-// | (a2) | N = 2, x on an 8-byte boundary | 2 | the same, 2 rows a float4 | single_rows.cuh |
-// | (a') | unaligned     | 2..131     | tiles of rows via shared memory, 1-16    | tile_rows.cuh  |
+// | (a2) | N = 2, x 8-byte aligned | 2 | the same, 2 rows a float4   | single_rows.cuh |
+// | (a') | unaligned (^) | 2..131   | tiles of rows via shared memory, 1-16    | tile_rows.cuh  |
 // |      | 2.5-6.8 tiles/SM (by N) |  | lanes a row (many rows only)             |                |
 // |      | aligned, N % 8 == 4, 5.9 tiles/SM | 20..124 | the same (change 41)   | tile_rows.cuh  |
 // | (b4) | small matrix (+) | 33..1024 | a warp per row, 4-byte accesses, lane l | warp_rows.cuh |
@@ -38,6 +38,7 @@
 //     one round of clusters of 2-16 CTAs of 128 threads (9-16 past 8192), at most 8 CTAs an SM,
 //     take those, one row each (changes 18, 19, 24 and 28).
 // (**) only without clusters: on sm_90 these rows take (g).
+// (^) rows of two floats only off an 8-byte boundary: on it they take (a2).
 // (+) under 31 KB of input an SM (latency_bound), or under 64 KB with every row's warp resident
 //     at once (strided_reach), or unaligned rows of 86-131 floats below (++)'s band
 //     (strided_below_band, change 36); not 1-7 rows of more than 768 floats, nor more than 32
@@ -53,7 +54,8 @@
 // not 1.5, a warp per aligned row of 57-64 slots leaves it from 0.75 waves, and a warp per
 // unaligned row of 4 slots a lane keeps the next row in flight from 0.9 waves; (a) and (b) on
 // matrices of under 31 KB an SM take one row per group, no persistent grid; (a') takes unaligned
-// rows of 2-16 floats too, one lane a row, from 2.5-6.8 tiles an SM by the row's length
+// rows of 2-16 floats too (of two only off an 8-byte boundary: on it they take a2), one lane a
+// row, from 2.5-6.8 tiles an SM by the row's length
 // (tile_start_tenths, change 40), and aligned rows of an odd number of float4 (20-124 floats)
 // from 5.9 tiles an SM (use_aligned_tiles, change 41); and (c) in blocks of 128 threads on at
 // most one row an SM takes a chain of one barrier (block_rows.cuh), except on unaligned rows of
@@ -66,8 +68,8 @@
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages
-//   (about 8.6M floats on an H100), every shape runs step07's paths (a)-(f) and this step's (a1)
-//   and (b4); the reasons for (a)-(f) follow.
+//   (about 8.6M floats on an H100), every shape runs step07's paths (a)-(f) and this step's (a1),
+//   (a2) and (b4); the reasons for (a)-(f) follow.
 //   (a) a full warp on a row of 32 floats would
 //   leave 24 of 32 lanes idle; on many rows, fewer lanes with 2-4 slots each measured 1-3% faster
 //   than one slot a lane (change 18). (a') unaligned rows of 17-131 floats lose more to the
@@ -93,7 +95,6 @@
 //           read twice, 12*M*N bytes modeled.
 // Run:      ./build/step08_cluster/step08_cluster   (--help for options)
 #include <cstdint>
-#include <limits>
 #include <mutex>
 #include <set>
 #include <type_traits>
@@ -273,13 +274,8 @@ void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols
 // (a1): one float4 slot (four rows) a thread, a block per 256 slots, no persistent grid. Measured
 // against 2, 4 and 8 slots a thread, which gave fewer blocks: level or behind at every size from 1
 // to 67M rows, by up to 0.18 of memcpy on small matrices (docs/notes/step08.md, change 18).
-// (a2), rows of two floats on an 8-byte boundary, the same way: two rows a slot (change 43).
-// Taken where x is on an 8-byte boundary (y is then too: the launcher has checked that they
-// share their 16-byte offset) and the 2M floats can be counted in an int.
-bool takes_pairs(uintptr_t ux, int rows, int cols) {
-  return cols == 2 && ux % 8 == 0 && rows <= std::numeric_limits<int>::max() / 2;
-}
-
+// (a2), rows of two floats on an 8-byte boundary, the same way: two rows a slot (change 43;
+// takes_pairs in tile_plan.h says which).
 template <int kCols>
 void launch_single(const float* x, float* y, int rows, cudaStream_t stream) {
   // The body has at most this many (rows * kCols - head) / 4 slots.

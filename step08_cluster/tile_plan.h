@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // step08_cluster, path (a'): how rows are grouped into tiles and which matrices take them (host
-// code; the kernel is in tile_rows.cuh, which says what a tile is).
+// code; the kernel is in tile_rows.cuh, which says what a tile is); and which rows of two floats
+// take path (a2) instead (single_rows.cuh).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 namespace step08_cluster {
 
@@ -58,7 +60,8 @@ inline int tile_start_tenths(int cols) {
 // (docs/notes/step08.md, change 17): path (a) has a lane or a few per row, each with 4-28 bytes in
 // flight, and a block per 32-128 rows, and measured 0.41-0.84 of memcpy on matrices of 4M to 67M
 // rows of 1, 2 and 7 floats, where one lane a row over tiles ran at 0.96-1.00. Rows of one float
-// no longer come here: they take path (a1) (single_rows.cuh, change 18).
+// no longer come here: they take path (a1) (single_rows.cuh, change 18); nor rows of two on an
+// 8-byte boundary: path (a2) (change 43).
 inline bool use_tiles(int64_t rows, int cols, int sms) {
   if (cols > 131) return false;
   const int per_tile = tile_rows(cols, tile_group(cols));
@@ -79,6 +82,14 @@ inline bool use_aligned_tiles(int64_t rows, int cols, int sms) {
   if (cols % 8 != 4 || cols < 20 || cols > 124) return false;
   const int per_tile = tile_rows(cols, tile_group(cols));
   return 10 * ((rows + per_tile - 1) / per_tile) >= 59 * int64_t(sms);
+}
+
+// Path (a2), rows of two floats as one vector, two rows a float4 (change 43): where x lies on an
+// 8-byte boundary (`ux` its address; y then does too, the launcher having checked that they
+// share their 16-byte offset) and the 2M floats can be counted in an int. At any number of rows,
+// ahead of the tiles' start and past it.
+inline bool takes_pairs(uintptr_t ux, int64_t rows, int cols) {
+  return cols == 2 && ux % 8 == 0 && rows <= std::numeric_limits<int>::max() / 2;
 }
 
 // The launcher's choice of path (a'): `aligned` is x on a 16-byte boundary and N % 4 == 0.

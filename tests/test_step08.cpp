@@ -10,7 +10,9 @@
 // runs.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -412,6 +414,25 @@ TEST_F(Step08Dispatch, AlignedTilesEitherSideOfTheirStart) {
   for (const int cols : {12, 16, 40, 64, 128})
     EXPECT_FALSE(step08_cluster::takes_tiles(true, 10000000, cols, sms)) << cols;
   expect_every_kind_matches(shapes, {0, 1});
+}
+
+// Rows of two floats take path (a2) where x lies on an 8-byte boundary (x + 0 or + 2 floats past a
+// 16-byte one) and 2M fits in an int, at any number of rows, below the tiles' start and past it;
+// off that boundary, and at other lengths, they do not. The launcher's own choice (takes_pairs).
+TEST(Step08Rules, PairsOnAnEightByteBoundary) {
+  const uintptr_t base = 0x7f0000000000;  // a 256-byte boundary, as cudaMalloc gives
+  for (const int64_t rows : {int64_t(1), int64_t(81462), int64_t(700000), int64_t(30000000)}) {
+    EXPECT_TRUE(step08_cluster::takes_pairs(base, rows, 2)) << rows;
+    EXPECT_TRUE(step08_cluster::takes_pairs(base + 8, rows, 2)) << rows;
+    EXPECT_FALSE(step08_cluster::takes_pairs(base + 4, rows, 2)) << rows;
+    EXPECT_FALSE(step08_cluster::takes_pairs(base + 12, rows, 2)) << rows;
+    for (const int cols : {1, 3, 4, 6}) EXPECT_FALSE(step08_cluster::takes_pairs(base, rows, cols));
+  }
+  const int64_t most = std::numeric_limits<int>::max() / 2;
+  EXPECT_TRUE(step08_cluster::takes_pairs(base, most, 2));
+  EXPECT_FALSE(step08_cluster::takes_pairs(base, most + 1, 2));
+  // Off the boundary, rows of two keep the tiles from their start (2.5 tiles an SM).
+  EXPECT_TRUE(step08_cluster::takes_tiles(false, 30000000, 2, 132));
 }
 
 // Without clusters (turned off here; absent before sm_90) every shape takes step07's paths.

@@ -99,7 +99,7 @@ step07_paths() {
 # pairs over many rows where at most three groups of (h) fit: 15x1100001 off its boundary (three
 # groups over five rows each). Change 43's path (a2), rows of two floats as one vector: 81462x2,
 # 6x2 two floats off the boundary (a row in the head and one in the tail), and 262147x2 one float
-# off it, which keeps the tiles.
+# off it, which keeps path (a) (129 tiles, under the tiles' start).
 step08_paths() {
   local s=step08_cluster
   printf '%s
