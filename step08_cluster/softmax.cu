@@ -62,9 +62,9 @@
 // 8-10 slots a thread (change 39). Rows of one float take (a1), at any number of rows (change 18:
 // 0.95 of memcpy or more from 1000 to 67M rows in the first side run, 0.92-0.99 at the latency
 // floor in later ones; (a) and (a') ran at 0.57-0.94 between 131072 and 4194304 rows). Rows of
-// two floats on an 8-byte boundary take (a2), at any number of rows (change 43: ahead of
-// step07's path (a) by 0-37% and of cuDNN by 0-41% from 971 to 30M rows, where cuDNN had led by
-// one to four timer steps below 100000 rows).
+// two floats on an 8-byte boundary take (a2), at any number of rows up to 2^30 - 1 (change 43:
+// ahead of step07's path (a) by 0-37% and of cuDNN by 0-41% from 971 to 30M rows, where cuDNN
+// had led by one to four timer steps below 100000 rows).
 //
 //   (g) and (h) need clusters (sm_90; split.cu's plan_split says which shapes take them and
 //   why): without them, and for rows longer than the whole GPU holds in registers and stages

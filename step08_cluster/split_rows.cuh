@@ -20,9 +20,9 @@
 //   (h) a group of K CTAs of a cooperative grid (any K): pairs in global memory. Where a group
 //       takes at most four rows, or at most three groups fit, each pair is stored as two tagged
 //       words that the K CTAs read until every tag is the row's (TaggedExchange); else behind a
-//       counter in global memory that the last CTA to arrive resets (GridExchange). Cooperative launch
-//       guarantees every CTA is resident, so a CTA spinning on the words or the counter cannot
-//       keep the one it waits for from running.
+//       counter in global memory that the last CTA to arrive resets (GridExchange). Cooperative
+//       launch guarantees every CTA is resident, so a CTA spinning on the words or the counter
+//       cannot keep the one it waits for from running.
 //
 // Both loop over rows: a cluster or group takes rows g, g + groups, ... (g) on many rows is
 // launched with a cluster per two rows, far more than fit at once (split.cu). While it reduces and
@@ -335,10 +335,11 @@ struct GridExchange {
 // fit: no counter, no fence, no read-modify-write. Warp 0 of each CTA stores the CTA's pair as two
 // 64-bit words, each a tag (the CTA's count of rows so far, + 1) beside one float, with one
 // relaxed 16-byte store, then reads the group's K pairs of words until every tag is the row's,
-// and merges them. A 64-bit store is single-copy atomic, so a tag seen means its float is there. GridExchange's chain (the pair
-// stored, an acq_rel add, the last CTA's reset and release, the others' acquire polls, then the
-// pairs read) took 0.6-0.8 us more at 8x1048576 and 1x1048576, where this one runs at 0.82-0.83
-// and 0.65-0.66 of memcpy against 0.80 and 0.61 (docs/notes/step08.md, change 21). On groups that
+// and merges them. A 64-bit store is single-copy atomic, so a tag seen means its float is there.
+// GridExchange's chain (the pair stored, an acq_rel add, the last CTA's reset and release, the
+// others' acquire polls, then the pairs read) took 0.6-0.8 us more at 8x1048576 and 1x1048576,
+// where this one runs at 0.82-0.83 and 0.65-0.66 of memcpy against 0.80 and 0.61
+// (docs/notes/step08.md, change 21). On groups that
 // take many rows, with the next row's copies in flight, it lost up to 0.04 where eight groups fit
 // (256x524288 0.85 against 0.89), so those keep GridExchange; where at most three fit it was
 // ahead or level over any number of rows at the fewest CTAs that hold a row (change 42; in groups

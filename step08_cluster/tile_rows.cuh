@@ -29,8 +29,9 @@
 //   G = 8, N = 127 (s = 8):  warp 0 takes rows 0, 8, 16, 24, starting at banks 0, 24, 16, 8
 //                            lanes 0-7 -> banks 0-7   lanes 8-15 -> banks 24-31   and so on
 //
-// With one lane a row (rows of 2-16 floats, step08 only; rows of two only off an 8-byte boundary) each lane reads its row's words in
-// turn: rows N words apart, conflict-free for odd N, at most 2-way for even N off a multiple of 4.
+// With one lane a row (rows of 2-16 floats, step08 only; rows of two only off an 8-byte
+// boundary) each lane reads its row's words in turn: rows N words apart, conflict-free for odd N,
+// at most 2-way for even N off a multiple of 4.
 //
 // Measured (docs/notes/step07.md, change 17), unaligned rows on the H100, ratio to memcpy:
 // 65536x127 0.99 with 8 lanes a row (0.96 with a warp, 0.93 for path a), 65536x61 0.96 with 4

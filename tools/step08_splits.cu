@@ -3,7 +3,8 @@
 // step07 and memcpy: the experiments of docs/notes/step08.md.
 //
 //   build/softmax_step08_splits [--iters K]                    the built-in list (experiment 2)
-//   build/softmax_step08_splits [--iters K] [--verify-rows R] ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...
+//   build/softmax_step08_splits [--iters K] [--verify-rows R]
+//                               ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...
 //   build/softmax_step08_splits --one ROWS COLS PATH K [GROUPS]
 //
 // PATH: cluster, grid, held (paths g, h, i), or default (step08's own choice); grid-tagged and
@@ -74,7 +75,8 @@ std::string describe(const Plan& p) {
 
 int usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s [--iters K] [--verify-rows R] [ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...]\n"
+               "usage: %s [--iters K] [--verify-rows R]\n"
+               "           [ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...]\n"
                "       %s --one ROWS COLS PATH K [GROUPS]\n"
                "PATH: cluster, grid, grid-tagged, grid-counted, held or default\n",
                argv0, argv0);
