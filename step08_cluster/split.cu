@@ -86,7 +86,7 @@ cudaLaunchConfig_t config(const SplitPlan& plan, cudaStream_t stream, cudaLaunch
   const bool small = plan.path == Split::kCluster && plan.threads == kSmallSplitThreads;
   cfg.dynamicSmemBytes = small ? 0 : stage_bytes(plan.packs, plan.threads);
   cfg.stream = stream;
-  if (plan.path == Split::kCluster) {
+  if (plan.path == Split::kCluster || plan.path == Split::kClusterHeld) {
     attr->id = cudaLaunchAttributeClusterDimension;
     attr->val.clusterDim.x = static_cast<unsigned>(plan.parts);
     attr->val.clusterDim.y = 1;
@@ -115,7 +115,7 @@ int64_t groups_that_fit(const SplitPlan& plan) {
   int64_t fit = 0;
   with_split_packs(plan.packs, [&](auto p) {
     constexpr int P = decltype(p)::value;
-    if (plan.path == Split::kCluster) {
+    if (plan.path == Split::kCluster || plan.path == Split::kClusterHeld) {
       SplitPlan one = plan;
       one.groups = 1;
       cudaLaunchAttribute attr;
@@ -125,7 +125,9 @@ int64_t groups_that_fit(const SplitPlan& plan) {
         prepare(kernel, P, plan.threads, true);
         CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
       };
-      if (plan.threads == kSmallSplitThreads && plan.parts > kSmallNarrowParts) {
+      if (plan.path == Split::kClusterHeld) {
+        count(held_cluster_rows_kernel<P>);
+      } else if (plan.threads == kSmallSplitThreads && plan.parts > kSmallNarrowParts) {
         count(small_cluster_rows_kernel<P, false, false, true>);  // the others take the same
       } else if (plan.threads == kSmallSplitThreads) {
         count(small_cluster_rows_kernel<P, false, false>);
@@ -186,7 +188,9 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   };
   if (path == Split::kNone) refuse("no split path given");
   if (parts < 2) refuse("a split needs at least 2 CTAs");
-  if (path == Split::kCluster && parts > kMaxClusterCtas) refuse("a cluster holds at most 16");
+  const bool cluster = path == Split::kCluster || path == Split::kClusterHeld;
+  const bool held = path == Split::kHeld || path == Split::kClusterHeld;
+  if (cluster && parts > kMaxClusterCtas) refuse("a cluster holds at most 16");
   if (threads != kSplitThreads && !(threads == 1024 && path == Split::kHeld) &&
       !(threads == kSmallSplitThreads && path == Split::kCluster))
     refuse("CTAs of " + std::to_string(threads) +
@@ -201,11 +205,11 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   plan.threads = threads;
   const int64_t slots = cols / 4;
   plan.chunk = static_cast<int>((slots + parts - 1) / parts);
-  const int per_thread = path == Split::kHeld ? 2 * threads : threads;
+  const int per_thread = held ? 2 * threads : threads;
   const int packs = (plan.chunk + per_thread - 1) / per_thread;
   if (packs > 8)
-    refuse(path == Split::kHeld ? "a part would need more than 16 float4 per thread"
-                                : "a part would need more than 8 float4 per thread");
+    refuse(held ? "a part would need more than 16 float4 per thread"
+                : "a part would need more than 8 float4 per thread");
   with_split_packs(std::max(packs, 1), [&](auto p) { plan.packs = decltype(p)::value; });
   const int64_t fit = groups_that_fit(plan);
   if (fit < 1) refuse("not even one group of them fits on the GPU at once");
@@ -237,6 +241,9 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   // partner outside itself, so waiting for room is safe.
   if (path == Split::kCluster && rows >= kRowsPerClusterForWaves * fit)
     plan.groups = (rows + 1) / 2;
+  // (g) with held parts: a cluster per row. Its CTAs have no next row in flight; what keeps DRAM
+  // busy while one cluster exchanges and stores is the other clusters, started as others end.
+  if (path == Split::kClusterHeld) plan.groups = rows;
   // Small clusters, all resident: the rows start in stages of about kStageBytes of the matrix,
   // each stage kStageShare of its bytes' time at the GPU's peak DRAM bandwidth after the one
   // before. Loaded all at once, every row's last bytes land near the end of the whole matrix's,
@@ -409,6 +416,13 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
   const cudaLaunchConfig_t cfg = config(plan, stream, &attr);
   with_split_packs(plan.packs, [&](auto p) {
     constexpr int P = decltype(p)::value;
+    if (plan.path == Split::kClusterHeld) {
+      prepare(held_cluster_rows_kernel<P>, P, plan.threads, true);
+      CUDA_CHECK(
+          cudaLaunchKernelEx(&cfg, held_cluster_rows_kernel<P>, x, y, rows, cols, plan.chunk));
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
     if (plan.path == Split::kCluster) {
       if (plan.threads == kSmallSplitThreads) {
         const auto ux = reinterpret_cast<uintptr_t>(x), uy = reinterpret_cast<uintptr_t>(y);
@@ -482,9 +496,10 @@ std::string cluster_fit_report() {
 
 std::string describe(const SplitPlan& plan) {
   if (plan.path == Split::kNone) return "not split";
-  const char* name = plan.path == Split::kCluster ? "cluster"
-                     : plan.path == Split::kGrid  ? "grid"
-                                                  : "held";
+  const char* name = plan.path == Split::kCluster       ? "cluster"
+                     : plan.path == Split::kGrid        ? "grid"
+                     : plan.path == Split::kClusterHeld ? "cluster-held"
+                                                        : "held";
   return std::string(name) + " K=" + std::to_string(plan.parts) +
          " P=" + std::to_string(plan.packs) + " groups=" + std::to_string(plan.groups) +
          (plan.threads == kSplitThreads ? "" : " T=" + std::to_string(plan.threads)) +

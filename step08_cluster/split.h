@@ -11,14 +11,15 @@
 namespace step08_cluster {
 
 // kCluster: path (g); kGrid: path (h); kHeld: path (i), (h) with each CTA's part twice as long,
-// half of it held in shared memory (split_rows.cuh).
-enum class Split { kNone, kCluster, kGrid, kHeld };
+// half of it held in shared memory; kClusterHeld: (g) with (i)'s parts, a cluster per row
+// (split_rows.cuh).
+enum class Split { kNone, kCluster, kGrid, kHeld, kClusterHeld };
 
 struct SplitPlan {
   Split path = Split::kNone;  // kNone: the row is not split (one of step07's paths takes it)
-  int parts = 0;              // K: CTAs per row (the cluster size for kCluster)
-  int packs = 0;              // float4 slots per thread: 1, 2, 4 or 8 (for kHeld: in registers,
-                              // and as many again in shared memory)
+  int parts = 0;              // K: CTAs per row (the cluster size for kCluster, kClusterHeld)
+  int packs = 0;              // float4 slots per thread: 1, 2, 4 or 8 (for kHeld and
+                              // kClusterHeld: in registers, and as many again in shared memory)
   int chunk = 0;              // body slots per part
   int64_t groups = 0;         // clusters or groups launched (each loops over rows)
   int threads = 512;          // per CTA: 512 (two an SM), or 1024 for kHeld (one an SM)
@@ -43,15 +44,15 @@ std::string cluster_report();
 SplitPlan plan_split(int rows, int cols);
 // A given path and K for rows x cols, as the launcher would size it. Throws std::invalid_argument
 // naming the reason when that split cannot run (K out of range, a part too long for 8 float4 per
-// thread, or 16 for kHeld, no clusters, not enough resident CTAs).
+// thread, or 16 for kHeld and kClusterHeld, no clusters, not enough resident CTAs).
 // threads: 512, or 1024 for kHeld.
 SplitPlan make_split(Split path, int parts, int rows, int cols, int threads = 512);
 // Launches a plan from plan_split or make_split (x and y as the step's launcher checks them).
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
                   cudaStream_t stream);
-// "cluster K=4 P=8 groups=62", for reports ("held" for kHeld; " tagged" after a grid plan whose
-// pairs go as tagged words; " stagger=4x235ns" after a plan whose clusters start in 4 stages,
-// 235 ns apart).
+// "cluster K=4 P=8 groups=62", for reports ("held" for kHeld, "cluster-held" for kClusterHeld;
+// " tagged" after a grid plan whose pairs go as tagged words; " stagger=4x235ns" after a plan
+// whose clusters start in 4 stages, 235 ns apart).
 std::string describe(const SplitPlan& plan);
 // How many clusters of K 512-thread CTAs (8 float4 a thread) fit on this GPU at once, for K = 2,
 // 3, 4, 6, 8, 12, 16: "2:132 3:79 ..." (it depends on how the chip's SMs are grouped into GPCs);

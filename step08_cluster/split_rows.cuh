@@ -724,16 +724,16 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
 // again against the row's max). kThreads: 512 (two CTAs an SM), or 1024 (one an SM, each part
 // twice as long: rows longer than (h) holds on the whole GPU, split.cu). Change 11 in
 // docs/notes/step08.md has the measurements.
-template <int kPacks, int kThreads>
-__global__ void __launch_bounds__(kThreads, 1024 / kThreads)
-    held_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
-                     int parts, int chunk, const TaggedExchange ex) {
+//   The body is held_rows, for (i) (held_rows_kernel: a group of a cooperative grid, tagged words)
+// and for (g) with held parts (held_cluster_rows_kernel: a cluster, ClusterExchange; change 44).
+template <int kPacks, int kThreads, typename Exchange>
+__device__ __forceinline__ void held_rows(const float* __restrict__ x, float* __restrict__ y,
+                                          int rows, int cols, const Part p, int chunk,
+                                          const Exchange ex) {
   extern __shared__ float4 stage[];
   __shared__ float2 warp_pairs[2][kThreads / kWarpSize];
-  __shared__ ExchangeArea area;  // GridExchange's merged pair
+  __shared__ ExchangeArea area;  // the exchange's: the merged pair, or the cluster's K pairs
   constexpr int kInRegisters = kPacks * kThreads;
-  const int k = blockIdx.x % parts;
-  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
   const int lead = lead_of(x);  // y's is the same (the launcher checks)
   const int tid = threadIdx.x;
   const uint32_t stage_at = shared_at(stage);
@@ -819,5 +819,38 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
   }
 }
 
+template <int kPacks, int kThreads>
+__global__ void __launch_bounds__(kThreads, 1024 / kThreads)
+    held_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
+                     int parts, int chunk, const TaggedExchange ex) {
+  const int k = blockIdx.x % parts;
+  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
+  held_rows<kPacks, kThreads>(x, y, rows, cols, p, chunk, ex);
+}
+
+// (g) with held parts: a cluster of K = 2..16 CTAs of 512 threads per row, each holding (i)'s part
+// (kPacks float4 a thread in registers and as many again in the stage, both loaded at once), the
+// pairs exchanged as in (g) (ClusterExchange). Rows of up to 32 CTAs' worth of (g)'s parts (2 MiB)
+// in one cluster. No next row is in flight within a CTA: the stage holds this row. The launch has a
+// cluster per row, far more than fit at once, so the hardware starts a cluster wherever one ends
+// and the two CTAs of an SM, from different clusters, load and store at different times (change 44
+// in docs/notes/step08.md).
+template <int kPacks>
+__global__ void __launch_bounds__(kSplitThreads, 2)
+    held_cluster_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows,
+                             int cols, int chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int k = static_cast<int>(cluster.block_rank());
+  const int parts = static_cast<int>(cluster.num_blocks());
+  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
+  held_rows<kPacks, kSplitThreads>(x, y, rows, cols, p, chunk, ClusterExchange{});
+  // No CTA leaves while another may still store a pair into its shared memory.
+  cluster_barrier_relaxed();
+#else
+  __trap();  // launched only on sm_90 and later (the launcher checks)
+#endif
+}
 
 }  // namespace step08_cluster

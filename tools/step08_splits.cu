@@ -7,9 +7,10 @@
 //                               ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...
 //   build/softmax_step08_splits --one ROWS COLS PATH K [GROUPS]
 //
-// PATH: cluster, grid, held (paths g, h, i), or default (step08's own choice); grid-tagged and
-// grid-counted: path (h) with its pairs as tagged words or behind the counter, whatever make_split
-// chose; THREADS: CTAs of 1024 threads for held, 128 for cluster (make_split's sizes), else 512.
+// PATH: cluster, grid, held (paths g, h, i), cluster-held ((g) with (i)'s parts), or default
+// (step08's own choice); grid-tagged and grid-counted: path (h) with its pairs as tagged words or
+// behind the counter, whatever make_split chose; THREADS: CTAs of 1024 threads for held, 128 for
+// cluster (make_split's sizes), else 512.
 //
 // The list: for each entry, verification (four input kinds, at most R rows: 40 unless
 // --verify-rows says otherwise; rows off 16-byte boundaries when N % 4 != 0), then the median of
@@ -78,7 +79,7 @@ int usage(const char* argv0) {
                "usage: %s [--iters K] [--verify-rows R]\n"
                "           [ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...]\n"
                "       %s --one ROWS COLS PATH K [GROUPS]\n"
-               "PATH: cluster, grid, grid-tagged, grid-counted, held or default\n",
+               "PATH: cluster, grid, grid-tagged, grid-counted, held, cluster-held or default\n",
                argv0, argv0);
   return 2;
 }
@@ -93,6 +94,7 @@ Split path_of(std::string name) {
   if (name == "cluster") return Split::kCluster;
   if (name == "grid") return Split::kGrid;
   if (name == "held") return Split::kHeld;
+  if (name == "cluster-held") return Split::kClusterHeld;
   if (name == "default") return Split::kNone;
   throw softmax::UsageError("unknown path '" + name + "'");
 }
