@@ -125,8 +125,10 @@ int64_t groups_that_fit(const SplitPlan& plan) {
         prepare(kernel, P, plan.threads, true);
         CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
       };
-      if (plan.path == Split::kClusterHeld) {
-        count(held_cluster_rows_kernel<P>);
+      if (plan.path == Split::kClusterHeld && plan.threads == 1024) {
+        count(held_cluster_rows_kernel<P, 1024>);
+      } else if (plan.path == Split::kClusterHeld) {
+        count(held_cluster_rows_kernel<P, kSplitThreads>);
       } else if (plan.threads == kSmallSplitThreads && plan.parts > kSmallNarrowParts) {
         count(small_cluster_rows_kernel<P, false, false, true>);  // the others take the same
       } else if (plan.threads == kSmallSplitThreads) {
@@ -191,10 +193,10 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   const bool cluster = path == Split::kCluster || path == Split::kClusterHeld;
   const bool held = path == Split::kHeld || path == Split::kClusterHeld;
   if (cluster && parts > kMaxClusterCtas) refuse("a cluster holds at most 16");
-  if (threads != kSplitThreads && !(threads == 1024 && path == Split::kHeld) &&
+  if (threads != kSplitThreads && !(threads == 1024 && held) &&
       !(threads == kSmallSplitThreads && path == Split::kCluster))
     refuse("CTAs of " + std::to_string(threads) +
-           " threads (the sizes built: 512, 1024 for the held path, 128 for clusters)");
+           " threads (the sizes built: 512, 1024 for the held paths, 128 for clusters)");
   if (threads == kSmallSplitThreads && parts > kSmallMaxParts)
     refuse("clusters of CTAs of 128 threads hold at most " + std::to_string(kSmallMaxParts) +
            " (two warps' pairs a lane)");
@@ -417,9 +419,10 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
   with_split_packs(plan.packs, [&](auto p) {
     constexpr int P = decltype(p)::value;
     if (plan.path == Split::kClusterHeld) {
-      prepare(held_cluster_rows_kernel<P>, P, plan.threads, true);
-      CUDA_CHECK(
-          cudaLaunchKernelEx(&cfg, held_cluster_rows_kernel<P>, x, y, rows, cols, plan.chunk));
+      const auto kernel = plan.threads == 1024 ? held_cluster_rows_kernel<P, 1024>
+                                               : held_cluster_rows_kernel<P, kSplitThreads>;
+      prepare(kernel, P, plan.threads, true);
+      CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.chunk));
       CUDA_CHECK_LAUNCH();
       return;
     }

@@ -828,15 +828,15 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
   held_rows<kPacks, kThreads>(x, y, rows, cols, p, chunk, ex);
 }
 
-// (g) with held parts: a cluster of K = 2..16 CTAs of 512 threads per row, each holding (i)'s part
-// (kPacks float4 a thread in registers and as many again in the stage, both loaded at once), the
-// pairs exchanged as in (g) (ClusterExchange). Rows of up to 32 CTAs' worth of (g)'s parts (2 MiB)
-// in one cluster. No next row is in flight within a CTA: the stage holds this row. The launch has a
+// (g) with held parts: a cluster of K = 2..16 CTAs per row, each holding (i)'s part (kPacks float4
+// a thread in registers and as many again in the stage, both loaded at once), the pairs exchanged
+// as in (g) (ClusterExchange). No next row is in flight within a CTA: the stage holds this row. The launch has a
 // cluster per row, far more than fit at once, so the hardware starts a cluster wherever one ends
 // and the two CTAs of an SM, from different clusters, load and store at different times (change 44
 // in docs/notes/step08.md).
-template <int kPacks>
-__global__ void __launch_bounds__(kSplitThreads, 2)
+// kThreads: 512 (two CTAs an SM), or 1024 (one an SM, each part twice as long: rows of up to 4 MiB).
+template <int kPacks, int kThreads>
+__global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     held_cluster_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows,
                              int cols, int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -845,7 +845,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
   const int k = static_cast<int>(cluster.block_rank());
   const int parts = static_cast<int>(cluster.num_blocks());
   const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
-  held_rows<kPacks, kSplitThreads>(x, y, rows, cols, p, chunk, ClusterExchange{});
+  held_rows<kPacks, kThreads>(x, y, rows, cols, p, chunk, ClusterExchange{});
   // No CTA leaves while another may still store a pair into its shared memory.
   cluster_barrier_relaxed();
 #else
