@@ -38,6 +38,8 @@ constexpr int64_t kTaggedRounds = 4;
 // Path (h) where at most this many groups fit at once: tagged pairs over any number of rows
 // (change 42).
 constexpr int64_t kTaggedGroups = 3;
+// The fewest rows of 2-4 MiB that take (g) with held parts in CTAs of 1024 (plan_split, change 44).
+constexpr int64_t kHeldWideRows = 96;
 // The most CTAs an SM the small clusters (CTAs of 128 threads) take a matrix at (plan_split).
 constexpr int64_t kSmallCtasPerSm = 8;
 // The small clusters' stages (make_split): about this many bytes of the matrix each, the next
@@ -394,8 +396,20 @@ SplitPlan plan_split(int rows, int cols) {
   if (need <= ctas) {
     const SplitPlan h =
         make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
+    const bool one_round = rows <= groups_that_fit(h);
+    // Many rows, where (h) would exchange behind its counter (more than four rows a group, more
+    // than three groups): (g) with held parts, a cluster per row (change 44). Rows of up to 2 MiB
+    // in the fewest CTAs of 512 that hold one; rows of up to 4 MiB in clusters of 16 CTAs of 1024,
+    // one an SM, on at least kHeldWideRows rows.
+    if (!one_round && !h.tagged && rows * need_held > ctas) {
+      if (need_held <= kMaxClusterCtas)
+        return make_split(Split::kClusterHeld, static_cast<int>(need_held), rows, cols);
+      const int64_t need_wide = (slots + 4 * kSlotsPerCta - 1) / (4 * kSlotsPerCta);
+      if (need_wide <= kMaxClusterCtas && rows >= kHeldWideRows)
+        return make_split(Split::kClusterHeld, kMaxClusterCtas, rows, cols, 1024);
+    }
     // (h) in one round, or more rounds than (i) would take in one.
-    if (rows <= groups_that_fit(h) || rows * need_held > ctas) return h;
+    if (one_round || rows * need_held > ctas) return h;
     // As many CTAs a row as are resident, where that is at least a tenth more than the fewest.
     const int64_t wide_held = ctas / rows;
     const int64_t parts = wide_held * 10 >= need_held * 11 ? wide_held : need_held;
