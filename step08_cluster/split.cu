@@ -38,8 +38,10 @@ constexpr int64_t kTaggedRounds = 4;
 // Path (h) where at most this many groups fit at once: tagged pairs over any number of rows
 // (change 42).
 constexpr int64_t kTaggedGroups = 3;
-// The fewest rows of 2-4 MiB that take (g) with held parts in CTAs of 1024 (plan_split, change 44).
+// Rows of 2-4 MiB take (g) with held parts in CTAs of 1024 from this many rows, where at most
+// kHeldWideGroups groups of (h) fit (plan_split, change 44).
 constexpr int64_t kHeldWideRows = 96;
+constexpr int64_t kHeldWideGroups = 6;
 // The most CTAs an SM the small clusters (CTAs of 128 threads) take a matrix at (plan_split).
 constexpr int64_t kSmallCtasPerSm = 8;
 // The small clusters' stages (make_split): about this many bytes of the matrix each, the next
@@ -398,14 +400,22 @@ SplitPlan plan_split(int rows, int cols) {
         make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
     const bool one_round = rows <= groups_that_fit(h);
     // Many rows, where (h) would exchange behind its counter (more than four rows a group, more
-    // than three groups): (g) with held parts, a cluster per row (change 44). Rows of up to 2 MiB
-    // in the fewest CTAs of 512 that hold one; rows of up to 4 MiB in clusters of 16 CTAs of 1024,
-    // one an SM, on at least kHeldWideRows rows.
+    // than three groups) and (i) would take two rounds or more: (g) with held parts, a cluster
+    // per row (change 44). Rows of up to 2 MiB in the fewest CTAs of 512 that hold one: 0.96-0.98
+    // of memcpy against (h)'s 0.85-0.89 at 256x524288, 256x524291, 512x524288, 600x300000,
+    // 300x400001 and 1000x270000, 0.90 against 0.87 at 64x524288 and 80x520000, level at
+    // 40x524288 and 44x400001 (where (h) takes five rows a group). Rows of 2-4 MiB in clusters of
+    // 16 CTAs of 1024, one an SM (the fewest, 9-15, fit fewer clusters: 200x700001 0.86 in 11,
+    // 0.90 in 16), where at most six groups of (h) fit and on at least 96 rows: 0.86-0.91 against
+    // 0.82-0.86 from 96 to 256 rows of 700001-1048579 floats (0.89 against 0.85 at 128x1048576);
+    // behind (h) by 2-4% on 48-64 rows, and at 128-256 rows of 600000 floats, where seven groups
+    // of (h) fit (results/step08_change44_h100.txt).
     if (!one_round && !h.tagged && rows * need_held > ctas) {
       if (need_held <= kMaxClusterCtas)
         return make_split(Split::kClusterHeld, static_cast<int>(need_held), rows, cols);
       const int64_t need_wide = (slots + 4 * kSlotsPerCta - 1) / (4 * kSlotsPerCta);
-      if (need_wide <= kMaxClusterCtas && rows >= kHeldWideRows)
+      if (need_wide <= kMaxClusterCtas && rows >= kHeldWideRows &&
+          groups_that_fit(h) <= kHeldWideGroups)
         return make_split(Split::kClusterHeld, kMaxClusterCtas, rows, cols, 1024);
     }
     // (h) in one round, or more rounds than (i) would take in one.

@@ -50,9 +50,10 @@ struct Case {
 };
 
 std::string case_name(const Case& c) {
-  const char* path = c.path == Split::kCluster ? "cluster"
-                     : c.path == Split::kGrid  ? "grid"
-                                               : "held";
+  const char* path = c.path == Split::kCluster       ? "cluster"
+                     : c.path == Split::kGrid        ? "grid"
+                     : c.path == Split::kClusterHeld ? "clusterheld"
+                                                     : "held";
   return std::string(path) + std::to_string(c.parts) +
          (c.threads == 512 ? "" : "t" + std::to_string(c.threads)) + "_" +
          std::to_string(c.rows) + "x" + std::to_string(c.cols) + "_x" +
@@ -97,6 +98,25 @@ std::vector<Case> cases() {
   out.push_back({Split::kHeld, 2, 12, 2 * 4096 * 4 + 4 * 100 + 2, 1, 1});
   out.push_back({Split::kHeld, 17, 40, 17 * 16384 + 3, 1, 1, 1024});  // 7 groups fit: 6 rounds
   out.push_back({Split::kHeld, 2, 12, 2 * 8192 * 4 + 4 * 100 + 2, 1, 1, 1024});
+  // (g) with held parts (change 44), in CTAs of 512 and of 1024: every float4 count per thread at
+  // every N % 4; every cluster size at 2 float4 a thread off the boundary; more rows than
+  // clusters fit at once (a cluster per row: 30 rows in clusters of 16, of which 14 fit on an H100;
+  // 20 in clusters of 16 CTAs of 1024, one an SM); parts with a few held slots, and with none.
+  for (int packs : {1, 2, 4, 8})
+    for (int r = 0; r < 4; ++r) {
+      out.push_back(
+          {Split::kClusterHeld, 4, 12, 8 * 2048 * packs - 4 + r, r == 0 ? 0 : 3, r == 0 ? 0 : 3});
+      out.push_back({Split::kClusterHeld, 4, 12, 16 * 2048 * packs - 4 + r, r == 0 ? 0 : 3,
+                     r == 0 ? 0 : 3, 1024});
+    }
+  for (int k = 2; k <= 16; ++k)
+    out.push_back({Split::kClusterHeld, k, 12, k * 8192 * 2 + 3, 1, 1});
+  out.push_back({Split::kClusterHeld, 16, 30, 16 * 16384 * 2 + 3, 1, 1});
+  out.push_back({Split::kClusterHeld, 16, 20, 16 * 16384 * 4 - 4 + 1, 2, 2, 1024});
+  out.push_back({Split::kClusterHeld, 10, 30, 300000, 0, 0});
+  out.push_back({Split::kClusterHeld, 2, 12, 2 * 4096 * 4 + 4 * 100 + 2, 1, 1});
+  out.push_back({Split::kClusterHeld, 8, 12, 7, 3, 3});
+  out.push_back({Split::kClusterHeld, 8, 12, 7, 3, 3, 1024});
   // (g) in CTAs of 128 threads: every cluster size to 16 (2 float4 a thread, N % 4 == 3; 9-16
   // exchange two pairs a lane), every float4 count at every N % 4, many more rows than fit at
   // once (a cluster per two rows) and parts with no body slots.
@@ -200,14 +220,16 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
   // 262147x1: rows of one float (a1); 1x12729, 20x16387, 32x16384 and 8x32771: small matrices
   // of few rows in clusters of CTAs of 128 threads (change 18); 117x36005: step07's path (d)
   // past one round of clusters of 3 (change 29); 70x60001: path (i) in 3 CTAs a row past one round
-  // of clusters of 4 (change 30).
+  // of clusters of 4 (change 30); 40x524291 and 96x700001: (g) with held parts in CTAs of 512
+  // and of 1024 (change 44).
   for (const Shape s : {Shape{2, 1048579}, Shape{40, 131075}, Shape{48, 262147},
                         Shape{300, 32771}, Shape{8, 1048579}, Shape{1, 4400003},
                         Shape{3, 5000001}, Shape{1, 8650755}, Shape{1, 9000001},
                         Shape{16, 20000}, Shape{6, 1000003}, Shape{50, 50001},
                         Shape{16, 262147}, Shape{140, 20001}, Shape{262147, 1},
                         Shape{1, 12729}, Shape{20, 16387}, Shape{32, 16384}, Shape{8, 32771},
-                        Shape{117, 36005}, Shape{70, 60001}}) {
+                        Shape{117, 36005}, Shape{70, 60001}, Shape{40, 524291},
+                        Shape{96, 700001}}) {
     ::testing::Test::RecordProperty(
         std::to_string(s.rows) + "x" + std::to_string(s.cols),
         step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols)));
@@ -223,6 +245,34 @@ TEST_F(Step08Dispatch, EveryBranchMatchesReference) {
                                         {xo, yo});
       EXPECT_TRUE(r.ok()) << "3x300001 x+" << xo << " y+" << yo << ": " << r.report();
     }
+}
+
+// (g) with held parts (change 44): rows of up to 2 MiB on many rows, where (h) would count its
+// pairs (more than four rows a group, more than three groups), in the fewest CTAs of 512 that hold
+// a row, a cluster per row; rows of 2-4 MiB in clusters of 16 CTAs of 1024 from 96 rows where at
+// most six groups of (h) fit. Few rows keep (h) or (i).
+TEST_F(Step08Dispatch, HeldClustersOnManyLongRows) {
+  if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
+  const SplitPlan a = step08_cluster::plan_split(256, 524288);
+  EXPECT_EQ(a.path, Split::kClusterHeld);
+  EXPECT_EQ(a.parts, 16);
+  EXPECT_EQ(a.threads, 512);
+  EXPECT_EQ(a.groups, 256);
+  EXPECT_EQ(step08_cluster::plan_split(600, 300000).path, Split::kClusterHeld);
+  EXPECT_EQ(step08_cluster::plan_split(600, 300000).parts, 10);
+  EXPECT_EQ(step08_cluster::plan_split(16, 524289).path, Split::kHeld);  // (i) in one round
+  // Where (h)'s groups of 64 count their pairs in at most six groups (four on an H100).
+  const SplitPlan h = step08_cluster::make_split(Split::kGrid, 64, 128, 1048576);
+  if (!h.tagged && h.groups <= 6) {
+    const SplitPlan b = step08_cluster::plan_split(128, 1048576);
+    EXPECT_EQ(b.path, Split::kClusterHeld);
+    EXPECT_EQ(b.parts, 16);
+    EXPECT_EQ(b.threads, 1024);
+    EXPECT_EQ(step08_cluster::plan_split(95, 1048576).path, Split::kGrid);
+  }
+  // Rows of 600000 floats: seven groups of (h) fit on an H100, and (h) stays.
+  if (step08_cluster::make_split(Split::kGrid, 37, 256, 600000).groups == 7)
+    EXPECT_EQ(step08_cluster::plan_split(256, 600000).path, Split::kGrid);
 }
 
 // A warp per aligned row of 56-64 slots (path b, N = 224-256) where path (b4) gives way to it, and
@@ -643,8 +693,9 @@ TEST_F(Step08Dispatch, TaggedPairsOverAnyRowsInFewGroups) {
     EXPECT_EQ(wide.parts, 117);
     EXPECT_TRUE(wide.tagged);
     EXPECT_TRUE(step08_cluster::plan_split(100, 1200000).tagged);    // 3 groups of 74
-    EXPECT_FALSE(step08_cluster::plan_split(128, 1048576).tagged);   // 4 groups of 64
-    EXPECT_FALSE(step08_cluster::plan_split(80, 520000).tagged);     // 8 groups of 32
+    // 4 groups of 64 and 8 of 32 (the plan gives both (g) with held parts since change 44).
+    EXPECT_FALSE(step08_cluster::make_split(Split::kGrid, 64, 128, 1048576).tagged);
+    EXPECT_FALSE(step08_cluster::make_split(Split::kGrid, 32, 80, 520000).tagged);
   }
   const Step* step = find_step("step08_cluster");
   ASSERT_NE(step, nullptr);

@@ -73,7 +73,8 @@ step07_paths() {
 # its clusters of CTAs of 128 threads for small matrices of few rows: 32x16384, 16x20000 and
 # 33x20001 above, 1x12729 and 8x32771 (8 float4 a thread). Change 21's exchange of tagged words
 # runs in (i) and in (h) up to four rows a group (2x1048579, 8x262147, 20x524288, 16x262147);
-# 61x278531 keeps the counter, (h) in groups of 17 over five rounds. Change 24's small clusters
+# 48x700001 keeps the counter, (h) in groups of 43 over eight rounds (61x278531, which did until
+# change 44, now takes (g) with held parts in clusters of 9). Change 24's small clusters
 # with every warp's pair exchanged: parts of exactly 128 threads' float4 with the late clusters
 # staggered (32x16384, 64x32768), aligned rows in clusters of 3 (260x8192), rows off their
 # boundary, staggered (96x16387, 256x8192 and 32x16384 above). Change 25's path (c) with one
@@ -99,7 +100,9 @@ step07_paths() {
 # pairs over many rows where at most three groups of (h) fit: 15x1100001 off its boundary (three
 # groups over five rows each). Change 43's path (a2), rows of two floats as one vector: 81462x2,
 # 6x2 two floats off the boundary (a row in the head and one in the tail), and 262147x2 one float
-# off it, which keeps path (a) (129 tiles, under the tiles' start).
+# off it, which keeps path (a) (129 tiles, under the tiles' start). Change 44's (g) with held
+# parts, a cluster per row: 61x278531 (clusters of 9) and 40x524291 (of 16) in CTAs of 512,
+# 96x700001 in clusters of 16 CTAs of 1024, all off their boundary.
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -121,7 +124,7 @@ step08_paths() {
     "$s:2111x1024" "$s:8448x128" "$s:12000x70" "$s:15000x127+1+1" \
     "$s:10500x105+1+1" "$s:11824x127+3+3" "$s:9289x69+2+2" "$s:11824x85+1+1" \
     "$s:13513x80" "$s:17736x124" "$s:15x1100001+1+1" "$s:81462x2" "$s:6x2+2+2" \
-    "$s:262147x2+1+1" \
+    "$s:262147x2+1+1" "$s:48x700001+2+2" "$s:40x524291+1+1" "$s:96x700001+1+1" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
