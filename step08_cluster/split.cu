@@ -379,6 +379,15 @@ SplitPlan plan_split(int rows, int cols) {
       // speed at 67x65536, 70x60000 and 72x63000 where the clusters were 0.93-0.96, 5-10% ahead
       // of them at 75x57000 and 80x65536, level at 85x50001 and 88x52000.
       if (need == 4 && rows * 3 <= ctas) return make_split(Split::kHeld, 3, rows, cols);
+      // Rows of 5-16 CTAs' worth that clusters would take in three rounds or more, where (i) in
+      // the fewest CTAs that hold a row takes every row in one (change 45): 33x262144 0.85-0.86
+      // of memcpy against clusters of 16 over three rounds 0.74, 32x200000 0.76-0.77 against
+      // 0.69, 48x151936 0.80 against 0.73, 40x180001 0.93 against 0.88, 64x128256 0.84 against
+      // 0.82. Over two rounds the clusters stay (50x128256: 0.98 against (i)'s 0.90; 24x256000
+      // level).
+      const int64_t need_held = (slots + 2 * kSlotsPerCta - 1) / (2 * kSlotsPerCta);
+      if (need >= 5 && rows > 2 * fit && rows * need_held <= ctas)
+        return make_split(Split::kHeld, static_cast<int>(need_held), rows, cols);
       return c;
     }
     if (rows == fit) return c;
