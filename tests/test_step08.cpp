@@ -275,6 +275,36 @@ TEST_F(Step08Dispatch, HeldClustersOnManyLongRows) {
     EXPECT_EQ(step08_cluster::plan_split(256, 600000).path, Split::kGrid);
 }
 
+// Rows of 5-16 CTAs' worth that clusters would take in three rounds or more: path (i) in the
+// fewest CTAs that hold a row, where that takes every row in one round (change 45); over two
+// rounds the clusters stay. On any GPU a plan of (i) takes every row at once; on an H100 or H200
+// (132 SMs) the shapes that decided the rule, either side of it; and two of them against the
+// reference.
+TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
+  const DeviceInfo dev = query_device();
+  if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
+  for (const RowsCols s : {RowsCols{33, 262144}, RowsCols{48, 151936}, RowsCols{32, 200000},
+                           RowsCols{40, 180001}, RowsCols{64, 128256}, RowsCols{84, 90000}}) {
+    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
+    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
+                                    step08_cluster::describe(plan));
+    if (plan.path == Split::kHeld) {
+      EXPECT_LE(int64_t(s.rows) * plan.parts, 2 * dev.sm_count) << s.rows << "x" << s.cols;
+      EXPECT_EQ(plan.groups, s.rows) << s.rows << "x" << s.cols;
+    }
+    if (dev.sm_count == 132) {
+      EXPECT_EQ(plan.path, Split::kHeld) << s.rows << "x" << s.cols;
+      EXPECT_EQ(plan.parts, (s.cols / 4 + 8191) / 8192) << s.rows << "x" << s.cols;
+    }
+  }
+  if (dev.sm_count == 132) {
+    EXPECT_EQ(step08_cluster::plan_split(50, 128256).path, Split::kCluster);  // two rounds
+    EXPECT_EQ(step08_cluster::plan_split(24, 256000).path, Split::kCluster);
+    EXPECT_EQ(step08_cluster::plan_split(34, 262144).path, Split::kCluster);  // 272 CTAs of (i)
+  }
+  expect_every_kind_matches({{33, 262147}, {40, 180001}}, {0, 1});
+}
+
 // A warp per aligned row of 56-64 slots (path b, N = 224-256) where path (b4) gives way to it, and
 // either side of the waves that change 22's rule counts. On an H100 (b4) takes these rows up to
 // one wave of its warps (8448) and under 64 KB an SM: 8448 rows of 224 and 228 floats and 8447 of
