@@ -31,6 +31,9 @@ constexpr int kSlotsPerCta = kSplitThreads * 8;  // the most a part holds: 8 flo
 // Rows of 3 CTAs' worth that clusters of 3 would take in two rounds go to step07's path (d),
 // one row a block, up to this size of the matrix (change 29).
 constexpr int64_t kRowsInOneWaveBytes = int64_t(18) << 20;
+// Rows of 2 CTAs' worth past one round of clusters of 2 keep the clusters from this many slots,
+// else step07's path (d) takes them (plan_split, change 46).
+constexpr int64_t kPairClusterSlots = 7500;
 // Rows per resident cluster from which (g) launches a cluster per two rows (make_split).
 constexpr int64_t kRowsPerClusterForWaves = 8;
 // The most rows a group of (h) takes with TaggedExchange (make_split).
@@ -369,7 +372,13 @@ SplitPlan plan_split(int rows, int cols) {
       // (change 29; three rounds each, results/step08_tworound_h100.txt,
       // step08_change29_first_h100.txt). Clusters of 4 keep their rounds past the rows that (i)
       // in 3 takes in one (100x65536: 1.17; change 30 below).
-      if (need == 2 && rows <= 2 * fit && slots <= device_info().cache_slots) return {};
+      // Rows of 7500 slots (30000 floats) and more keep the clusters of 2 (change 46): 256x32000
+      // 0.89-0.90 of memcpy against (d)'s 0.75, 200x32000 0.81 against 0.72, 256x30001 1.05-1.07
+      // against 0.89, 264x32000 0.91 against 0.76; (d) stays ahead below (240x24000 0.86-0.87
+      // against 0.84, 160x28000 0.74 against 0.71).
+      if (need == 2 && rows <= 2 * fit && slots <= device_info().cache_slots &&
+          slots < kPairClusterSlots)
+        return {};
       if (need == 3 && rows <= device_info().sms && slots <= device_info().cache_slots &&
           rows * slots * 16 <= kRowsInOneWaveBytes)
         return {};

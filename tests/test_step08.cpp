@@ -277,7 +277,8 @@ TEST_F(Step08Dispatch, HeldClustersOnManyLongRows) {
 
 // Rows of 5-16 CTAs' worth that clusters would take in three rounds or more: path (i) in the
 // fewest CTAs that hold a row, where that takes every row in one round (change 45); over two
-// rounds the clusters stay. On any GPU a plan of (i) takes every row at once; on an H100 or H200
+// rounds the clusters stay. Rows of 2 CTAs' worth past one round: clusters of 2 from 7500 slots
+// (change 46). On any GPU a plan of (i) takes every row at once; on an H100 or H200
 // (132 SMs) the shapes that decided the rule, either side of it; and two of them against the
 // reference.
 TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
@@ -297,12 +298,21 @@ TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
       EXPECT_EQ(plan.parts, (s.cols / 4 + 8191) / 8192) << s.rows << "x" << s.cols;
     }
   }
+  // Rows of 2 CTAs' worth past one round of clusters of 2: clusters of 2 from 7500 slots, step07's
+  // path (d) below (change 46).
+  if (dev.sm_count == 132) {
+    EXPECT_EQ(step08_cluster::plan_split(256, 32000).path, Split::kCluster);
+    EXPECT_EQ(step08_cluster::plan_split(256, 32000).parts, 2);
+    EXPECT_EQ(step08_cluster::plan_split(200, 30000).path, Split::kCluster);
+    EXPECT_EQ(step08_cluster::plan_split(240, 24000).path, Split::kNone);
+    EXPECT_EQ(step08_cluster::plan_split(200, 29996).path, Split::kNone);  // 7499 slots
+  }
   if (dev.sm_count == 132) {
     EXPECT_EQ(step08_cluster::plan_split(50, 128256).path, Split::kCluster);  // two rounds
     EXPECT_EQ(step08_cluster::plan_split(24, 256000).path, Split::kCluster);
     EXPECT_EQ(step08_cluster::plan_split(34, 262144).path, Split::kCluster);  // 272 CTAs of (i)
   }
-  expect_every_kind_matches({{33, 262147}, {40, 180001}}, {0, 1});
+  expect_every_kind_matches({{33, 262147}, {40, 180001}, {256, 32000}}, {0, 1});
 }
 
 // A warp per aligned row of 56-64 slots (path b, N = 224-256) where path (b4) gives way to it, and
