@@ -294,10 +294,14 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 //    0.70-0.72), but no wider than takes every row in one round of clusters (change 17);
 //  - rows just past one round of clusters of the fewest CTAs that hold a row, where a grid group
 //    of as many CTAs takes them in one round: path (h); where none does, rows of 2 CTAs' worth
-//    that clusters of 2 would take in two rounds: step07's path (d) (change 17);
+//    under 7500 slots that clusters of 2 would take in two rounds: step07's path (d) (changes 17
+//    and 46); rows of 5-16 CTAs' worth that clusters would take in three rounds or more, where
+//    (i) in the fewest CTAs that hold a row takes every row in one: (i) (change 45);
 //  - the rest, path (h): K as large as spreads the rows over every resident CTA, but at least 4
 //    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32;
 //    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57);
+//  - but many rows of up to 4 MiB where (h) would exchange behind its counter: (g) with held
+//    parts, a cluster per row (change 44, below);
 //  - except where (h) would take two or more rounds of rows and (i) one: (i) in groups of the
 //    fewest CTAs that hold a row (8x1048576: K = 32 or 33 0.74-0.76 against (h)'s groups of 64 in
 //    two rounds 0.72-0.73; 12x700001: 0.88 against 0.85), or of as many as are resident where
