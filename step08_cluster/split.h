@@ -22,7 +22,8 @@ struct SplitPlan {
                               // kClusterHeld: in registers, and as many again in shared memory)
   int chunk = 0;              // body slots per part
   int64_t groups = 0;         // clusters or groups launched (each loops over rows)
-  int threads = 512;          // per CTA: 512 (two an SM), or 1024 for kHeld (one an SM)
+  int threads = 512;          // per CTA: 512 (two an SM), or 1024 for kHeld and kClusterHeld
+                              // (one an SM)
   bool tagged = false;        // kGrid, kHeld: pairs as tagged words (TaggedExchange), not behind
                               // a counter (GridExchange); kHeld always, kGrid in <= 4 rounds
                               // or where at most 3 groups fit
@@ -45,7 +46,7 @@ SplitPlan plan_split(int rows, int cols);
 // A given path and K for rows x cols, as the launcher would size it. Throws std::invalid_argument
 // naming the reason when that split cannot run (K out of range, a part too long for 8 float4 per
 // thread, or 16 for kHeld and kClusterHeld, no clusters, not enough resident CTAs).
-// threads: 512, or 1024 for kHeld.
+// threads: 512, or 1024 for kHeld and kClusterHeld.
 SplitPlan make_split(Split path, int parts, int rows, int cols, int threads = 512);
 // Launches a plan from plan_split or make_split (x and y as the step's launcher checks them).
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,

@@ -830,11 +830,11 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
 
 // (g) with held parts: a cluster of K = 2..16 CTAs per row, each holding (i)'s part (kPacks float4
 // a thread in registers and as many again in the stage, both loaded at once), the pairs exchanged
-// as in (g) (ClusterExchange). No next row is in flight within a CTA: the stage holds this row. The launch has a
-// cluster per row, far more than fit at once, so the hardware starts a cluster wherever one ends
-// and the two CTAs of an SM, from different clusters, load and store at different times (change 44
-// in docs/notes/step08.md).
-// kThreads: 512 (two CTAs an SM), or 1024 (one an SM, each part twice as long: rows of up to 4 MiB).
+// as in (g) (ClusterExchange). No next row is in flight within a CTA: the stage holds this row.
+// The launch has a cluster per row, far more than fit at once, so the hardware starts a cluster
+// wherever one ends, and the two CTAs of an SM, from different clusters, may load and store at
+// different times (change 44 in docs/notes/step08.md; not profiled). kThreads: 512 (two CTAs an
+// SM), or 1024 (one an SM, each part twice as long: rows of up to 4 MiB).
 template <int kPacks, int kThreads>
 __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     held_cluster_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows,

@@ -3,9 +3,9 @@
 // CTAs of a cooperative grid (path h), groups whose parts are half held in shared memory (path i,
 // in CTAs of 512 and of 1024 threads) and clusters of such CTAs (change 44), every float4 count
 // per thread, N % 4 in {0, 1, 2, 3}, x and y off 16-byte boundaries, the row's maximum or its only
-// finite value at either end of the row (in the last CTA's part or its tail), more rows than clusters or groups (the persistent loop),
-// and the launcher's own choice including rows longer than the GPU holds and the fallback to
-// step07's paths with clusters turned off. Without a CUDA device each test reports SKIPPED; on a
+// finite value at either end of the row (in the last CTA's part or its tail), more rows than
+// clusters or groups (the persistent loop), and the launcher's own choice including rows longer
+// than the GPU holds and the fallback to step07's paths with clusters turned off. Without a CUDA device each test reports SKIPPED; on a
 // GPU without clusters (before sm_90) the forced-path tests report SKIPPED and the fallback test
 // runs.
 #include <gtest/gtest.h>

@@ -9,8 +9,8 @@
 //
 // PATH: cluster, grid, held (paths g, h, i), cluster-held ((g) with (i)'s parts), or default
 // (step08's own choice); grid-tagged and grid-counted: path (h) with its pairs as tagged words or
-// behind the counter, whatever make_split chose; THREADS: CTAs of 1024 threads for held, 128 for
-// cluster (make_split's sizes), else 512.
+// behind the counter, whatever make_split chose; THREADS: CTAs of 1024 threads for held and
+// cluster-held, 128 for cluster (make_split's sizes), else 512.
 //
 // The list: for each entry, verification (four input kinds, at most R rows: 40 unless
 // --verify-rows says otherwise; rows off 16-byte boundaries when N % 4 != 0), then the median of
