@@ -351,6 +351,10 @@ SplitPlan plan_split(int rows, int cols) {
   const int64_t ctas = int64_t(device_info().sms) * 2;  // 512-thread CTAs resident at once
   const int64_t need = std::max<int64_t>(2, (slots + kSlotsPerCta - 1) / kSlotsPerCta);
   const int64_t wide = std::min(ctas / rows, (slots + 2047) / 2048);
+  // (i) holds twice (h)'s part per CTA, half of it in the stage, without the next row in flight;
+  // in CTAs of 1024 threads, twice that again.
+  const int64_t need_held = (slots + 2 * kSlotsPerCta - 1) / (2 * kSlotsPerCta);
+  const int64_t need_wide = (slots + 4 * kSlotsPerCta - 1) / (4 * kSlotsPerCta);
   if (need <= kMaxClusterCtas) {
     const SplitPlan c = make_split(Split::kCluster, static_cast<int>(need), rows, cols);
     const int64_t fit = groups_that_fit(c);
@@ -398,7 +402,6 @@ SplitPlan plan_split(int rows, int cols) {
       // 0.69, 48x151936 0.80 against 0.73, 40x180001 0.93 against 0.88, 64x128256 0.84 against
       // 0.82. Over two rounds the clusters stay (50x128256: 0.98 against (i)'s 0.90; 24x256000
       // level).
-      const int64_t need_held = (slots + 2 * kSlotsPerCta - 1) / (2 * kSlotsPerCta);
       if (need >= 5 && rows > 2 * fit && rows * need_held <= ctas)
         return make_split(Split::kHeld, static_cast<int>(need_held), rows, cols);
       return c;
@@ -415,8 +418,6 @@ SplitPlan plan_split(int rows, int cols) {
       return c;
     }
   }
-  // (i) holds twice (h)'s part per CTA, half of it in the stage, without the next row in flight.
-  const int64_t need_held = (slots + 2 * kSlotsPerCta - 1) / (2 * kSlotsPerCta);
   if (need <= ctas) {
     const SplitPlan h =
         make_split(Split::kGrid, static_cast<int>(std::max(need, wide)), rows, cols);
@@ -435,7 +436,6 @@ SplitPlan plan_split(int rows, int cols) {
     if (!one_round && !h.tagged && rows * need_held > ctas) {
       if (need_held <= kMaxClusterCtas)
         return make_split(Split::kClusterHeld, static_cast<int>(need_held), rows, cols);
-      const int64_t need_wide = (slots + 4 * kSlotsPerCta - 1) / (4 * kSlotsPerCta);
       if (need_wide <= kMaxClusterCtas && rows >= kHeldWideRows &&
           groups_that_fit(h) <= kHeldWideGroups)
         return make_split(Split::kClusterHeld, kMaxClusterCtas, rows, cols, 1024);
@@ -451,7 +451,6 @@ SplitPlan plan_split(int rows, int cols) {
   // row on some SMs. CTAs of 1024 threads, one an SM, each holding twice as much: 1x4400003 in 68
   // of them at 0.71 of memcpy against 135 of 512 at 0.62 (132 of 1024: 0.65), 3x5000001 0.65
   // against 0.59 (docs/notes/step08.md, change 9).
-  const int64_t need_wide = (slots + 4 * kSlotsPerCta - 1) / (4 * kSlotsPerCta);
   if (need_wide > device_info().sms)
     return {};  // longer than the whole GPU holds, the stage included: read twice (path e)
   return make_split(Split::kHeld, static_cast<int>(need_wide), rows, cols, 1024);

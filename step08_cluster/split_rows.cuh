@@ -65,6 +65,20 @@ struct Part {
   int first;  // the part's first body slot, in every row
 };
 
+// Part k of `parts`, where the launch gives each group `parts` consecutive CTAs.
+__device__ __forceinline__ Part part_of_block(int k, int parts, int chunk) {
+  return Part{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// In a cluster launch: the CTA's rank in its cluster is its part, the cluster's size K.
+__device__ __forceinline__ Part cluster_part(int chunk) {
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  return part_of_block(static_cast<int>(cluster.block_rank()),
+                       static_cast<int>(cluster.num_blocks()), chunk);
+}
+#endif
+
 // The part of row `row` this CTA holds: its slots (count <= chunk, may be 0) and edges.
 template <bool kAligned = false>
 struct PartRowOf {
@@ -506,11 +520,7 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
     cluster_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                         int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  const int k = static_cast<int>(cluster.block_rank());
-  const int parts = static_cast<int>(cluster.num_blocks());
-  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
+  const Part p = cluster_part(chunk);
   split_rows<kPacks, ClusterExchange, true>(x, y, rows, cols, p, chunk);
   // No CTA leaves while another may still store into its shared memory. (Every pair a CTA
   // receives has landed once it passed its last row's wait; the barrier keeps that rule
@@ -622,11 +632,7 @@ __global__ void __launch_bounds__(kSmallSplitThreads)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Exchange = WarpExchange<kWide>;
   __shared__ typename Exchange::Area area;
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  const int k = static_cast<int>(cluster.block_rank());
-  const int parts = static_cast<int>(cluster.num_blocks());
-  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
+  const Part p = cluster_part(chunk);
   const int lead = lead_of(x);  // y's is the same (the launcher checks)
   const int tid = threadIdx.x;
   // The barriers' set-up made visible to the cluster (fence.mbarrier_init), then the first half of
@@ -707,8 +713,7 @@ template <int kPacks, typename Exchange>
 __global__ void __launch_bounds__(kSplitThreads, 2)
     grid_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                      int parts, int chunk, const Exchange ex) {
-  const int k = blockIdx.x % parts;
-  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
+  const Part p = part_of_block(static_cast<int>(blockIdx.x % parts), parts, chunk);
   split_rows<kPacks, Exchange, false>(x, y, rows, cols, p, chunk, ex);
 }
 
@@ -823,8 +828,7 @@ template <int kPacks, int kThreads>
 __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     held_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                      int parts, int chunk, const TaggedExchange ex) {
-  const int k = blockIdx.x % parts;
-  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
+  const Part p = part_of_block(static_cast<int>(blockIdx.x % parts), parts, chunk);
   held_rows<kPacks, kThreads>(x, y, rows, cols, p, chunk, ex);
 }
 
@@ -840,11 +844,7 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     held_cluster_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows,
                              int cols, int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  const int k = static_cast<int>(cluster.block_rank());
-  const int parts = static_cast<int>(cluster.num_blocks());
-  const Part p{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
+  const Part p = cluster_part(chunk);
   held_rows<kPacks, kThreads>(x, y, rows, cols, p, chunk, ClusterExchange{});
   // No CTA leaves while another may still store a pair into its shared memory.
   cluster_barrier_relaxed();
