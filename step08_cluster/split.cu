@@ -45,6 +45,8 @@ constexpr int64_t kTaggedGroups = 3;
 // kHeldWideGroups groups of (h) fit (plan_split, change 44).
 constexpr int64_t kHeldWideRows = 96;
 constexpr int64_t kHeldWideGroups = 6;
+// Up to this many rows of at most 8 CTAs' worth take clusters wider than 8 (plan_split, change 47).
+constexpr int64_t kWideClusterRows = 4;
 // The most CTAs an SM the small clusters (CTAs of 128 threads) take a matrix at (plan_split).
 constexpr int64_t kSmallCtasPerSm = 8;
 // The small clusters' stages (make_split): about this many bytes of the matrix each, the next
@@ -348,9 +350,15 @@ SplitPlan plan_split(int rows, int cols) {
     }
   }
   if (slots <= 4096) return {};
-  const int64_t ctas = int64_t(device_info().sms) * 2;  // 512-thread CTAs resident at once
+  const int64_t sms = device_info().sms;
+  const int64_t ctas = sms * 2;  // 512-thread CTAs resident at once
   const int64_t need = std::max<int64_t>(2, (slots + kSlotsPerCta - 1) / kSlotsPerCta);
-  const int64_t wide = std::min(ctas / rows, (slots + 2047) / 2048);
+  // As many CTAs a row as spread the rows over the resident CTAs, in parts of at least 2048 slots;
+  // or, where that is wider, one CTA an SM in parts of at least 512 slots (change 47: a row of
+  // 151936 floats 6.7 us in 75 parts of (h) against 7.3-7.4 in 19, 256000 floats 7.0 in 128
+  // against 7.5-7.6 in 32; results/step08_change47_h100.txt).
+  const int64_t wide = std::max(std::min(ctas / rows, (slots + 2047) / 2048),
+                                std::min(sms / rows, (slots + 511) / 512));
   // (i) holds twice (h)'s part per CTA, half of it in the stage, without the next row in flight;
   // in CTAs of 1024 threads, twice that again.
   const int64_t need_held = (slots + 2 * kSlotsPerCta - 1) / (2 * kSlotsPerCta);
@@ -387,7 +395,7 @@ SplitPlan plan_split(int rows, int cols) {
       if (need == 2 && rows <= 2 * fit && slots <= device_info().cache_slots &&
           slots < kPairClusterSlots)
         return {};
-      if (need == 3 && rows <= device_info().sms && slots <= device_info().cache_slots &&
+      if (need == 3 && rows <= sms && slots <= device_info().cache_slots &&
           rows * slots * 16 <= kRowsInOneWaveBytes)
         return {};
       // Rows of 4 CTAs' worth past one round of clusters of 4 and of grid groups of 4 (67-88
@@ -410,8 +418,12 @@ SplitPlan plan_split(int rows, int cols) {
     if (need <= 8) {
       // Few rows: clusters as wide as spreads the rows over the resident CTAs, but never so wide
       // that fewer clusters fit than there are rows (40x60001: clusters of 6 in two rounds
-      // 0.75-0.76 of memcpy, of 5 in one 0.90-0.92; change 17).
-      for (int64_t k = std::min<int64_t>(8, std::max(need, wide)); k > need; --k) {
+      // 0.75-0.76 of memcpy, of 5 in one 0.90-0.92; change 17). Up to 8 CTAs; up to 16 on at
+      // most kWideClusterRows rows (change 47: 1x128256 6.4-6.5 us in clusters of 16 against
+      // 7.2-7.3 in 8, 4x80000 6.4 against 6.9-7.0; at 8 rows of 100000 and 128256 floats
+      // clusters of 13 and 16 were 6-10% behind those of 8).
+      const int64_t widest = rows <= kWideClusterRows ? kMaxClusterCtas : 8;
+      for (int64_t k = std::min(widest, std::max(need, wide)); k > need; --k) {
         const SplitPlan wider = make_split(Split::kCluster, static_cast<int>(k), rows, cols);
         if (wider.groups >= rows) return wider;
       }
@@ -451,7 +463,7 @@ SplitPlan plan_split(int rows, int cols) {
   // row on some SMs. CTAs of 1024 threads, one an SM, each holding twice as much: 1x4400003 in 68
   // of them at 0.71 of memcpy against 135 of 512 at 0.62 (132 of 1024: 0.65), 3x5000001 0.65
   // against 0.59 (docs/notes/step08.md, change 9).
-  if (need_wide > device_info().sms)
+  if (need_wide > sms)
     return {};  // longer than the whole GPU holds, the stage included: read twice (path e)
   return make_split(Split::kHeld, static_cast<int>(need_wide), rows, cols, 1024);
 }

@@ -315,6 +315,35 @@ TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
   expect_every_kind_matches({{33, 262147}, {40, 180001}, {256, 32000}}, {0, 1});
 }
 
+// Few rows of a small matrix spread wide (change 47): rows of at most 8 CTAs' worth in clusters
+// of up to 16 on at most four rows (on more, clusters of up to 8); rows past 16 CTAs' worth
+// (grid groups) over one CTA an SM, down to parts of 512 slots, where that is wider than up to two
+// CTAs an SM in parts of at least 2048. The shapes either side, and some of them against the reference.
+TEST_F(Step08Dispatch, FewRowsSpreadWide) {
+  const DeviceInfo dev = query_device();
+  if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
+  for (const RowsCols s : {RowsCols{1, 128256}, RowsCols{4, 80000}, RowsCols{5, 80000},
+                           RowsCols{8, 100000}, RowsCols{1, 151936}, RowsCols{1, 256003},
+                           RowsCols{8, 151936}, RowsCols{1, 1048576}})
+    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
+                                    step08_cluster::describe(step08_cluster::plan_split(s.rows,
+                                                                                       s.cols)));
+  if (dev.sm_count == 132) {
+    EXPECT_EQ(step08_cluster::plan_split(1, 128256).path, Split::kCluster);
+    EXPECT_EQ(step08_cluster::plan_split(1, 128256).parts, 16);
+    EXPECT_EQ(step08_cluster::plan_split(4, 80000).parts, 16);
+    EXPECT_EQ(step08_cluster::plan_split(5, 80000).parts, 8);
+    EXPECT_EQ(step08_cluster::plan_split(8, 100000).parts, 8);
+    EXPECT_EQ(step08_cluster::plan_split(1, 151936).path, Split::kGrid);
+    EXPECT_EQ(step08_cluster::plan_split(1, 151936).parts, 75);   // 37984 slots / 512
+    EXPECT_EQ(step08_cluster::plan_split(1, 256003).parts, 125);  // 64000 slots / 512
+    EXPECT_EQ(step08_cluster::plan_split(1, 256003).packs, 1);
+    EXPECT_EQ(step08_cluster::plan_split(8, 151936).parts, 19);   // parts of 2048 slots
+    EXPECT_EQ(step08_cluster::plan_split(1, 1048576).parts, 132);
+  }
+  expect_every_kind_matches({{1, 128259}, {4, 80003}, {1, 151939}, {1, 256003}}, {0, 3});
+}
+
 // A warp per aligned row of 56-64 slots (path b, N = 224-256) where path (b4) gives way to it, and
 // either side of the waves that change 22's rule counts. On an H100 (b4) takes these rows up to
 // one wave of its warps (8448) and under 64 KB an SM: 8448 rows of 224 and 228 floats and 8447 of

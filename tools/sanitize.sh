@@ -126,6 +126,7 @@ step08_paths() {
     "$s:10500x105+1+1" "$s:11824x127+3+3" "$s:9289x69+2+2" "$s:11824x85+1+1" \
     "$s:13513x80" "$s:17736x124" "$s:15x1100001+1+1" "$s:81462x2" "$s:6x2+2+2" \
     "$s:262147x2+1+1" "$s:48x700001+2+2" "$s:40x524291+1+1" "$s:96x700001+1+1" "$s:29x262147+1+1" \
+    "$s:1x128259+1+1" "$s:4x80003+3+3" "$s:1x151939+1+1" "$s:1x256003+2+2" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
@@ -136,7 +137,9 @@ step08_paths() {
 # held parts in clusters of 9 and 16 CTAs of 512 (change 44: "Missing wait" at the exchange's
 # first arrival in clusters of 9; its kernel in clusters of 4 and 8, forced through
 # build/softmax_step08_splits, and in clusters of 16 CTAs of 1024 (96x700001) is clean).
-synccheck_skip=" step08_cluster:113x262147+1+1 step08_cluster:48x196608 step08_cluster:16x65536 step08_cluster:95x36005+1+1 step08_cluster:24x50001+2+2 step08_cluster:50x50001+1+1 step08_cluster:61x278531+1+1 step08_cluster:40x524291+1+1 "
+# 1x128259 and 4x80003: few rows in clusters of 16 CTAs of 512 (change 47), the kernel of
+# 113x262147.
+synccheck_skip=" step08_cluster:113x262147+1+1 step08_cluster:48x196608 step08_cluster:16x65536 step08_cluster:95x36005+1+1 step08_cluster:24x50001+2+2 step08_cluster:50x50001+1+1 step08_cluster:61x278531+1+1 step08_cluster:40x524291+1+1 step08_cluster:1x128259+1+1 step08_cluster:4x80003+3+3 "
 
 runs=()
 probe_runs=
