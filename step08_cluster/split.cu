@@ -46,7 +46,7 @@ constexpr int64_t kTaggedGroups = 3;
 constexpr int64_t kHeldWideRows = 96;
 constexpr int64_t kHeldWideGroups = 6;
 // Up to this many rows of at most 8 CTAs' worth take clusters wider than 8 (plan_split, change 47).
-constexpr int64_t kWideClusterRows = 6;
+constexpr int64_t kWideClusterRows = 7;
 // The most CTAs an SM the small clusters (CTAs of 128 threads) take a matrix at (plan_split).
 constexpr int64_t kSmallCtasPerSm = 8;
 // The small clusters' stages (make_split): about this many bytes of the matrix each, the next
@@ -355,11 +355,13 @@ SplitPlan plan_split(int rows, int cols) {
   const int64_t need = std::max<int64_t>(2, (slots + kSlotsPerCta - 1) / kSlotsPerCta);
   // As many CTAs a row as spread the rows over the resident CTAs, in parts of at least 2048 slots;
   // or, where that is wider and the parts come to at most 1024 slots (two float4 a thread), one
-  // CTA an SM in parts of at least 512 (change 47: 1x151936 6.7-6.8 us in 75 parts of (h) against
-  // 7.3 in 19, 1x256000 6.9 in 125 against 7.6 in 32, 2x262144 7.5 in 66 against 7.9 in 32; with
-  // parts of 1986 slots, 1x1048576 in 132 took 9.6-9.8 us against 9.0-9.1 in 128, and 3x200000
-  // and 4x151936 in parts of 1137 and 1151 were level; results/step08_change47_h100.txt).
-  const int64_t spread = std::min(sms / rows, (slots + 511) / 512);
+  // CTA an SM in parts of at least 512, at most as many as read their pairs in one round trip
+  // (change 47: 1x151936 6.7-6.8 us in 75 parts of (h) against 7.3 in 19, 1x256000 6.9 in 125
+  // against 7.6 in 32, 2x262144 7.5-7.6 in 66 against 7.9-8.0 in 32; 1x1048576 in 132 parts, two
+  // round trips, 9.5-9.8 us against 8.9-9.1 in 128, and 1x300001 and 1x524288 in 132 1-2% behind
+  // 37 and 64; 3x200000 and 4x151936 in parts of 1137 and 1151 level;
+  // results/step08_change47_h100.txt).
+  const int64_t spread = std::min({sms / rows, (slots + 511) / 512, int64_t(kTaggedBatchParts)});
   const bool spread_fits = spread > 0 && (slots + spread - 1) / spread <= 1024;
   const int64_t wide =
       std::max(std::min(ctas / rows, (slots + 2047) / 2048), spread_fits ? spread : 0);
@@ -422,12 +424,14 @@ SplitPlan plan_split(int rows, int cols) {
     if (need <= 8) {
       // Few rows: clusters as wide as spreads the rows over the resident CTAs, but never so wide
       // that fewer clusters fit than there are rows (40x60001: clusters of 6 in two rounds
-      // 0.75-0.76 of memcpy, of 5 in one 0.90-0.92; change 17). Up to 8 CTAs; up to 16 on at
-      // most kWideClusterRows rows (change 47: 1x128256 6.4 us in clusters of 16 against 7.2 in
-      // 8, 4x80000 6.4 against 6.9-7.0, 6x80000 6.5-6.6 against 7.2; at 8 rows of 100000 and
-      // 128256 floats clusters of 13 and 16 were 5-10% behind those of 8).
-      const int64_t widest = rows <= kWideClusterRows ? kMaxClusterCtas : 8;
-      for (int64_t k = std::min(widest, std::max(need, wide)); k > need; --k) {
+      // 0.75-0.76 of memcpy, of 5 in one 0.90-0.92; change 17). Up to 8 CTAs; 16 on at most
+      // kWideClusterRows rows (change 47: 1x128256 6.4 us in clusters of 16 against 7.2 in
+      // 8, 4x80000 6.4 against 6.9-7.0, 7x80000 6.8-6.9 against 7.3-7.4; at 8 rows of 100000 and
+      // 128256 floats clusters of 13 and 16 were 5-10% behind those of 8; on an H100 7 clusters
+      // of 16 fit one CTA an SM).
+      const int64_t widest = rows <= kWideClusterRows ? int64_t(kMaxClusterCtas)
+                                                      : std::min<int64_t>(8, std::max(need, wide));
+      for (int64_t k = widest; k > need; --k) {
         const SplitPlan wider = make_split(Split::kCluster, static_cast<int>(k), rows, cols);
         if (wider.groups >= rows) return wider;
       }

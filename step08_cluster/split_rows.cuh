@@ -365,6 +365,11 @@ struct GridExchange {
 // 16-byte aligned: each CTA's two words are one 16-byte access.
 __device__ __align__(16) unsigned long long g_tagged_words[2][2][kMaxGridCtas][2];
 
+// The tagged words a lane loads before it uses any: a group of up to kTaggedBatchParts CTAs reads
+// its pairs in one round trip, a larger one in two or more (change 47).
+constexpr int kTaggedBatch = 4;
+constexpr int kTaggedBatchParts = kTaggedBatch * kWarpSize;
+
 struct TaggedExchange {
   unsigned parity;  // the launch's: which set of words it uses
 
@@ -386,7 +391,7 @@ struct TaggedExchange {
                      "l"(tag | __float_as_uint(max_val)), "l"(tag | __float_as_uint(sum))
                      : "memory");
       const int64_t base = blockIdx.x - p.index;  // the group's part 0
-      constexpr int kBatch = 4;                    // loads a lane issues before using any
+      constexpr int kBatch = kTaggedBatch;         // loads a lane issues before using any
       for (;;) {
         max_val = -INFINITY;
         sum = 0.f;

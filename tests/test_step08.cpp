@@ -316,16 +316,18 @@ TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
 }
 
 // Few rows of a small matrix spread wide (change 47): rows of at most 8 CTAs' worth in clusters
-// of up to 16 on at most six rows (on more, clusters of up to 8); rows past 16 CTAs' worth (grid
-// groups) over one CTA an SM, in parts of 512-1024 slots, where that is wider than up to two CTAs
-// an SM in parts of at least 2048. The shapes either side, and some of them against the reference.
+// of 16 on at most seven rows (on more, clusters of up to 8); rows past 16 CTAs' worth (grid
+// groups) over one CTA an SM, in parts of 512-1024 slots and at most 128 of them (one round trip
+// of the tagged exchange), where that is wider than up to two CTAs an SM in parts of at least
+// 2048. The shapes either side, and some of them against the reference.
 TEST_F(Step08Dispatch, FewRowsSpreadWide) {
   const DeviceInfo dev = query_device();
   if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
-  for (const RowsCols s : {RowsCols{1, 128256}, RowsCols{4, 80000}, RowsCols{6, 80000},
-                           RowsCols{7, 80000}, RowsCols{8, 100000}, RowsCols{1, 151936},
+  for (const RowsCols s : {RowsCols{1, 128256}, RowsCols{4, 80000}, RowsCols{7, 80000},
+                           RowsCols{8, 80000}, RowsCols{8, 100000}, RowsCols{1, 151936},
                            RowsCols{1, 256003}, RowsCols{8, 151936}, RowsCols{2, 262144},
-                           RowsCols{3, 200000}, RowsCols{1, 1048576}})
+                           RowsCols{3, 200000}, RowsCols{1, 300001},
+                           RowsCols{1, 524288}, RowsCols{1, 1048576}})
     ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
                                     step08_cluster::describe(step08_cluster::plan_split(s.rows,
                                                                                        s.cols)));
@@ -333,8 +335,8 @@ TEST_F(Step08Dispatch, FewRowsSpreadWide) {
     EXPECT_EQ(step08_cluster::plan_split(1, 128256).path, Split::kCluster);
     EXPECT_EQ(step08_cluster::plan_split(1, 128256).parts, 16);
     EXPECT_EQ(step08_cluster::plan_split(4, 80000).parts, 16);
-    EXPECT_EQ(step08_cluster::plan_split(6, 80000).parts, 16);
-    EXPECT_EQ(step08_cluster::plan_split(7, 80000).parts, 8);
+    EXPECT_EQ(step08_cluster::plan_split(7, 80000).parts, 16);
+    EXPECT_EQ(step08_cluster::plan_split(8, 80000).parts, 8);
     EXPECT_EQ(step08_cluster::plan_split(8, 100000).parts, 8);
     EXPECT_EQ(step08_cluster::plan_split(1, 151936).path, Split::kGrid);
     EXPECT_EQ(step08_cluster::plan_split(1, 151936).parts, 75);   // 37984 slots / 512
@@ -343,6 +345,8 @@ TEST_F(Step08Dispatch, FewRowsSpreadWide) {
     EXPECT_EQ(step08_cluster::plan_split(8, 151936).parts, 19);   // parts of 2048 slots
     EXPECT_EQ(step08_cluster::plan_split(2, 262144).parts, 66);   // 65536 slots / 66: 993
     EXPECT_EQ(step08_cluster::plan_split(3, 200000).parts, 25);   // 44 would be parts of 1137
+    EXPECT_EQ(step08_cluster::plan_split(1, 300001).parts, 128);  // not 132: one round trip
+    EXPECT_EQ(step08_cluster::plan_split(1, 524288).parts, 128);
     EXPECT_EQ(step08_cluster::plan_split(1, 1048576).parts, 128);  // 132 would be parts of 1986
   }
   expect_every_kind_matches({{1, 128259}, {4, 80003}, {1, 151939}, {1, 256003}}, {0, 3});
