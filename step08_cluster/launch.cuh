@@ -21,6 +21,7 @@ struct DeviceInfo {
   int sms = 0;
   int cache_bytes = 0;      // the dynamic shared memory path (d) may use (allow_cache_bytes)
   int64_t cache_slots = 0;  // the most slots path (d) holds in shared memory
+  int64_t pair_slots = 0;   // the most slots at which two blocks of (d) fit an SM's shared memory
   double peak_bytes_per_ns = 0;  // DRAM's theoretical peak: 2 (DDR) * clock * bus width
 };
 
@@ -46,6 +47,14 @@ inline const DeviceInfo& device_info() {
   info.cache_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
   // 8 slots fewer than fit: smem_block_kernel may start a row up to 8 slots in.
   info.cache_slots = info.cache_bytes / static_cast<int>(sizeof(float4)) - 8;
+  // Two blocks an SM: each takes its dynamic bytes ((slots + 8) float4), its static arrays and
+  // the bytes the driver reserves per block, from the SM's shared memory.
+  int sm_bytes = 0, reserved_bytes = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&reserved_bytes, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  const int pair_bytes = sm_bytes / 2 - reserved_bytes - static_cast<int>(attributes.sharedSizeBytes);
+  info.pair_slots = std::min<int64_t>(info.cache_slots,
+                                      pair_bytes / static_cast<int>(sizeof(float4)) - 8);
   info.peak_bytes_per_ns = softmax::peak_dram_gbps(device);  // GB/s = bytes per ns
   return info_by_device.emplace(device, info).first->second;
 }

@@ -484,6 +484,17 @@ void launch(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   launch_two_pass<4>(x, y, rows, cols, stream);  // (e)
 }
 
+int path_d_blocks_per_sm(int64_t slots) {
+  const KernelFn kernel = smem_block_kernel<kLongRowThreads>;
+  allow_cache_bytes(kernel);
+  int blocks = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, kernel, kLongRowThreads, static_cast<size_t>(slots + 8) * sizeof(float4)));
+  return blocks;
+}
+
+int64_t path_d_pair_slots() { return device_info().pair_slots; }
+
 int max_cols() { return softmax::kNoColLimit; }
 
 // Rows that neither a split nor shared memory holds are read twice. (The model assumes x and y

@@ -31,9 +31,6 @@ constexpr int kSlotsPerCta = kSplitThreads * 8;  // the most a part holds: 8 flo
 // Rows of 3 CTAs' worth that clusters of 3 would take in two rounds go to step07's path (d),
 // one row a block, up to this size of the matrix (change 29).
 constexpr int64_t kRowsInOneWaveBytes = int64_t(18) << 20;
-// Rows of 2 CTAs' worth past one round of clusters of 2 keep the clusters from this many slots,
-// else step07's path (d) takes them (plan_split, change 46).
-constexpr int64_t kPairClusterSlots = 7500;
 // Rows per resident cluster from which (g) launches a cluster per two rows (make_split).
 constexpr int64_t kRowsPerClusterForWaves = 8;
 // The most rows a group of (h) takes with TaggedExchange (make_split).
@@ -356,11 +353,11 @@ SplitPlan plan_split(int rows, int cols) {
   // As many CTAs a row as spread the rows over the resident CTAs, in parts of at least 2048 slots;
   // or, where that is wider and the parts come to at most 1024 slots (two float4 a thread), one
   // CTA an SM in parts of at least 512, at most as many as read their pairs in one round trip
-  // (change 47: 1x151936 6.7-6.8 us in 75 parts of (h) against 7.3 in 19, 1x256000 6.9 in 125
-  // against 7.6 in 32, 2x262144 7.5-7.6 in 66 against 7.9-8.0 in 32; 1x1048576 in 132 parts, two
-  // round trips, 9.5-9.8 us against 8.9-9.1 in 128, and 1x300001 and 1x524288 in 132 1-2% behind
-  // 37 and 64; 3x200000 and 4x151936 in parts of 1137 and 1151 level;
-  // results/step08_change47_h100.txt).
+  // (change 47: 1x151936 6.7-6.9 us in 75 parts of (h) against 7.3-7.4 in 19, 1x256000 6.9-7.1
+  // in 125 against 7.5-7.7 in 32, 2x262144 7.5-7.6 in 66 against 7.9-8.0 in 32, 1x300001 7.1-7.3
+  // in 128 against 7.7 in 37; 1x1048576 in 132 parts, two round trips, 9.5-9.8 us against 8.9-9.1
+  // in 128, 1x300001 and 1x524288 in 132 0-4% behind 37 and 64; 3x200000 and 4x151936 in parts
+  // of 1137 and 1151 within 2% of 25 and 19; results/step08_change47_h100.txt).
   const int64_t spread = std::min({sms / rows, (slots + 511) / 512, int64_t(kTaggedBatchParts)});
   const bool spread_fits = spread > 0 && (slots + spread - 1) / spread <= 1024;
   const int64_t wide =
@@ -394,13 +391,13 @@ SplitPlan plan_split(int rows, int cols) {
       // (change 29; three rounds each, results/step08_tworound_h100.txt,
       // step08_change29_first_h100.txt). Clusters of 4 keep their rounds past the rows that (i)
       // in 3 takes in one (100x65536: 1.17; change 30 below).
-      // Rows of 7500 slots (30000 floats) and more keep the clusters of 2 (change 46): 256x32000
-      // 0.89-0.90 of memcpy against (d)'s 0.75, 200x32000 0.81 against 0.72, 256x30001 1.05-1.07
-      // against 0.89, 264x32000 0.91 against 0.76; (d) stays ahead below (240x24000 0.86-0.87
-      // against 0.84, 160x28000 0.74 against 0.71).
-      if (need == 2 && rows <= 2 * fit && slots <= device_info().cache_slots &&
-          slots < kPairClusterSlots)
-        return {};
+      // Rows too long for two blocks of (d) an SM keep the clusters of 2 (changes 46 and 48; on an
+      // H100 or H200 past 7200 slots, 28800 floats): 256x32000 0.89-0.90 of memcpy against (d)'s
+      // 0.75, 256x30001 1.05-1.07 against 0.89, 256x29200 0.90 against 0.76-0.77, 220x29000
+      // 0.96-0.99 against 0.88; (d), two blocks an SM, ahead or level below (240x24000 0.86-0.87
+      // against 0.84, 160x28000 0.74 against 0.71, 256x28800 level;
+      // results/step08_change46_h100.txt, step08_change48_h100.txt).
+      if (need == 2 && rows <= 2 * fit && slots <= device_info().pair_slots) return {};
       if (need == 3 && rows <= sms && slots <= device_info().cache_slots &&
           rows * slots * 16 <= kRowsInOneWaveBytes)
         return {};
@@ -427,7 +424,7 @@ SplitPlan plan_split(int rows, int cols) {
       // 0.75-0.76 of memcpy, of 5 in one 0.90-0.92; change 17). Up to 8 CTAs; 16 on at most
       // kWideClusterRows rows (change 47: 1x128256 6.4 us in clusters of 16 against 7.2 in
       // 8, 4x80000 6.4 against 6.9-7.0, 7x80000 6.8-6.9 against 7.3-7.4; at 8 rows of 100000 and
-      // 128256 floats clusters of 13 and 16 were 5-10% behind those of 8; on an H100 7 clusters
+      // 128256 floats clusters of 13 and 16 were 5-11% behind those of 8; on an H100 7 clusters
       // of 16 fit one CTA an SM).
       const int64_t widest = rows <= kWideClusterRows ? int64_t(kMaxClusterCtas)
                                                       : std::min<int64_t>(8, std::max(need, wide));

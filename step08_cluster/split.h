@@ -59,5 +59,11 @@ std::string describe(const SplitPlan& plan);
 // 3, 4, 6, 8, 12, 16: "2:132 3:79 ..." (it depends on how the chip's SMs are grouped into GPCs);
 // or why there are none. For the benchmark's record.
 std::string cluster_fit_report();
+// Step07's path (d), a block of 512 threads per row holding it in shared memory (softmax.cu), at
+// rows of `slots` float4: how many of its blocks fit an SM, by the runtime's occupancy
+// calculator; and the most slots at which plan_split counts two (from the device's shared memory
+// attributes). The test checks that the two agree on either side.
+int path_d_blocks_per_sm(int64_t slots);
+int64_t path_d_pair_slots();
 
 }  // namespace step08_cluster

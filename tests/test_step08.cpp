@@ -277,10 +277,10 @@ TEST_F(Step08Dispatch, HeldClustersOnManyLongRows) {
 
 // Rows of 5-16 CTAs' worth that clusters would take in three rounds or more: path (i) in the
 // fewest CTAs that hold a row, where that takes every row in one round (change 45); over two
-// rounds the clusters stay. Rows of 2 CTAs' worth past one round: clusters of 2 from 7500 slots
-// (change 46). On any GPU a plan of (i) takes every row at once; on an H100 or H200
-// (132 SMs) the shapes that decided the rule, either side of it; and two of them against the
-// reference.
+// rounds the clusters stay. Rows of 2 CTAs' worth past one round: clusters of 2 where two blocks
+// of step07's path (d) no longer fit an SM (changes 46 and 48). On any GPU a plan of (i) takes
+// every row at once; on an H100 or H200 (132 SMs) the shapes that decided the rule, either side
+// of it; and two of them against the reference.
 TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
   const DeviceInfo dev = query_device();
   if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
@@ -298,15 +298,22 @@ TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
       EXPECT_EQ(plan.parts, (s.cols / 4 + 8191) / 8192) << s.rows << "x" << s.cols;
     }
   }
-  // Rows of 2 CTAs' worth past one round of clusters of 2: clusters of 2 from 7500 slots, step07's
-  // path (d) below (change 46).
+  // Rows of 2 CTAs' worth past one round of clusters of 2: clusters of 2 where two blocks of
+  // step07's path (d) no longer fit an SM (past 7200 slots on an H100 or H200), (d) below
+  // (changes 46 and 48).
   if (dev.sm_count == 132) {
     EXPECT_EQ(step08_cluster::plan_split(256, 32000).path, Split::kCluster);
     EXPECT_EQ(step08_cluster::plan_split(256, 32000).parts, 2);
     EXPECT_EQ(step08_cluster::plan_split(200, 30000).path, Split::kCluster);
     EXPECT_EQ(step08_cluster::plan_split(240, 24000).path, Split::kNone);
-    EXPECT_EQ(step08_cluster::plan_split(200, 29996).path, Split::kNone);  // 7499 slots
+    EXPECT_EQ(step08_cluster::plan_split(200, 28800).path, Split::kNone);    // 7200 slots
+    EXPECT_EQ(step08_cluster::plan_split(200, 29000).path, Split::kCluster);  // 7250 slots
   }
+  // The bound is where two blocks of (d) stop fitting an SM (change 48), as the occupancy
+  // calculator counts them.
+  const int64_t pair = step08_cluster::path_d_pair_slots();
+  EXPECT_GE(step08_cluster::path_d_blocks_per_sm(pair), 2) << pair << " slots";
+  EXPECT_EQ(step08_cluster::path_d_blocks_per_sm(pair + 1), 1) << pair + 1 << " slots";
   if (dev.sm_count == 132) {
     EXPECT_EQ(step08_cluster::plan_split(50, 128256).path, Split::kCluster);  // two rounds
     EXPECT_EQ(step08_cluster::plan_split(24, 256000).path, Split::kCluster);
