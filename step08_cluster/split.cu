@@ -360,8 +360,12 @@ SplitPlan plan_split(int rows, int cols) {
   // of 1137 and 1151 within 2% of 25 and 19; results/step08_change47_h100.txt).
   const int64_t spread = std::min({sms / rows, (slots + 511) / 512, int64_t(kTaggedBatchParts)});
   const bool spread_fits = spread > 0 && (slots + spread - 1) / spread <= 1024;
-  const int64_t wide =
-      std::max(std::min(ctas / rows, (slots + 2047) / 2048), spread_fits ? spread : 0);
+  // Either way at most 128 (change 49: 1x1100000 9.1 us in 128 parts against 10.1-10.2 in 135,
+  // 1x1500000 10.0 against 10.9-11.0 in 184, 1x2000000 11.2 against 11.7-11.8 in 245, 2x1500000
+  // 13.5-13.6 against 14.0-14.1 in 132; results/step08_change49_h100.txt).
+  const int64_t wide = std::min<int64_t>(
+      kTaggedBatchParts,
+      std::max(std::min(ctas / rows, (slots + 2047) / 2048), spread_fits ? spread : 0));
   // (i) holds twice (h)'s part per CTA, half of it in the stage, without the next row in flight;
   // in CTAs of 1024 threads, twice that again.
   const int64_t need_held = (slots + 2 * kSlotsPerCta - 1) / (2 * kSlotsPerCta);
@@ -457,10 +461,14 @@ SplitPlan plan_split(int rows, int cols) {
           groups_that_fit(h) <= kHeldWideGroups)
         return make_split(Split::kClusterHeld, kMaxClusterCtas, rows, cols, 1024);
     }
-    // (h) in one round, or more rounds than (i) would take in one.
-    if (one_round || rows * need_held > ctas) return h;
-    // As many CTAs a row as are resident, where that is at least a tenth more than the fewest.
-    const int64_t wide_held = ctas / rows;
+    // (h) in one round, or more rounds than (i) would take in one. But where (h) needs more than
+    // 128 CTAs a row (two round trips of the tagged exchange) and (i) at most 128, (i) (change 49:
+    // 1x3000000 13.7-13.8 us in 128 parts of (i) against 14.5 in 264 of (h)).
+    const bool one_trip = h.parts <= kTaggedBatchParts || need_held > kTaggedBatchParts;
+    if ((one_round && one_trip) || rows * need_held > ctas) return h;
+    // As many CTAs a row as are resident, up to 128, where that is at least a tenth more than the
+    // fewest (change 49: 2x2200000 17.6-17.7 us in 128 against 18.1-18.2 in 132).
+    const int64_t wide_held = std::min<int64_t>(kTaggedBatchParts, ctas / rows);
     const int64_t parts = wide_held * 10 >= need_held * 11 ? wide_held : need_held;
     return make_split(Split::kHeld, static_cast<int>(parts), rows, cols);
   }

@@ -359,6 +359,27 @@ TEST_F(Step08Dispatch, FewRowsSpreadWide) {
   expect_every_kind_matches({{1, 128259}, {4, 80003}, {1, 151939}, {1, 256003}}, {0, 3});
 }
 
+// One or two rows of more than 128 CTAs' worth of (h)'s widest spread (change 49): groups of at
+// most 128 CTAs, whose pairs the tagged exchange reads in one round trip; where (h) needs more
+// than 128 a row and (i) at most 128, (i) in 128.
+TEST_F(Step08Dispatch, GroupsOfOneRoundTrip) {
+  const DeviceInfo dev = query_device();
+  if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
+  for (const RowsCols s : {RowsCols{1, 1100000}, RowsCols{1, 1500000}, RowsCols{1, 2000000},
+                           RowsCols{1, 3000000}, RowsCols{2, 1500000}, RowsCols{2, 2200000}}) {
+    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
+    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
+                                    step08_cluster::describe(plan));
+    EXPECT_LE(plan.parts, 128) << s.rows << "x" << s.cols;
+    if (dev.sm_count == 132) {
+      EXPECT_EQ(plan.parts, 128) << s.rows << "x" << s.cols;
+      const bool held = s.cols >= 2200000;
+      EXPECT_EQ(plan.path, held ? Split::kHeld : Split::kGrid) << s.rows << "x" << s.cols;
+    }
+  }
+  expect_every_kind_matches({{1, 1100003}, {1, 3000001}, {2, 2200001}}, {0, 1});
+}
+
 // A warp per aligned row of 56-64 slots (path b, N = 224-256) where path (b4) gives way to it, and
 // either side of the waves that change 22's rule counts. On an H100 (b4) takes these rows up to
 // one wave of its warps (8448) and under 64 KB an SM: 8448 rows of 224 and 228 floats and 8447 of
