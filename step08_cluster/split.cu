@@ -290,15 +290,18 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 //  - few rows of at most 8 CTAs' worth: clusters of K = 2..8, as wide as spreads the rows over
 //    the resident CTAs (16x65536: clusters of 8 0.67 against a grid group of 8's 0.62; 33x20001:
 //    clusters of 3 1.07-1.12 against 0.83-0.92; 128x20000: clusters of 2 0.75-0.76 against
-//    0.70-0.72), but no wider than takes every row in one round of clusters (change 17);
+//    0.70-0.72), but no wider than takes every row in one round of clusters (change 17); 16 on
+//    at most seven rows (change 47);
 //  - rows just past one round of clusters of the fewest CTAs that hold a row, where a grid group
 //    of as many CTAs takes them in one round: path (h); where none does, rows of 2 CTAs' worth
-//    under 7500 slots that clusters of 2 would take in two rounds: step07's path (d) (changes 17
-//    and 46); rows of 5-16 CTAs' worth that clusters would take in three rounds or more, where
+//    that clusters of 2 would take in two rounds, where two blocks of step07's path (d) fit an SM
+//    (up to 7208 slots on an H100): (d) (changes 17, 46 and 48); rows of 5-16 CTAs' worth that clusters would take in three rounds or more, where
 //    (i) in the fewest CTAs that hold a row takes every row in one: (i) (change 45);
 //  - the rest, path (h): K as large as spreads the rows over every resident CTA, but at least 4
 //    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32;
-//    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57);
+//    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57); on few rows of a small matrix
+//    one CTA an SM in parts of 1-2 float4 a thread (change 47); at most 128 CTAs a row, else
+//    (i) where that needs at most 128 (change 49);
 //  - but many rows of up to 4 MiB where (h) would exchange behind its counter: (g) with held
 //    parts, a cluster per row (change 44, below);
 //  - except where (h) would take two or more rounds of rows and (i) one: (i) in groups of the
@@ -353,7 +356,7 @@ SplitPlan plan_split(int rows, int cols) {
   // As many CTAs a row as spread the rows over the resident CTAs, in parts of at least 2048 slots;
   // or, where that is wider and the parts come to at most 1024 slots (two float4 a thread), one
   // CTA an SM in parts of at least 512, at most as many as read their pairs in one round trip
-  // (change 47: 1x151936 6.7-6.9 us in 75 parts of (h) against 7.3-7.4 in 19, 1x256000 6.9-7.1
+  // (change 47, runs 3-5: 1x151936 6.7-6.9 us in 75 parts of (h) against 7.3-7.4 in 19, 1x256000 6.9-7.1
   // in 125 against 7.5-7.7 in 32, 2x262144 7.5-7.6 in 66 against 7.9-8.0 in 32, 1x300001 7.1-7.3
   // in 128 against 7.7 in 37; 1x1048576 in 132 parts, two round trips, 9.5-9.8 us against 8.9-9.1
   // in 128, 1x300001 and 1x524288 in 132 0-4% behind 37 and 64; 3x200000 and 4x151936 in parts
@@ -361,8 +364,8 @@ SplitPlan plan_split(int rows, int cols) {
   const int64_t spread = std::min({sms / rows, (slots + 511) / 512, int64_t(kTaggedBatchParts)});
   const bool spread_fits = spread > 0 && (slots + spread - 1) / spread <= 1024;
   // Either way at most 128 (change 49: 1x1100000 9.1 us in 128 parts against 10.1-10.2 in 135,
-  // 1x1500000 10.0 against 10.9-11.0 in 184, 1x2000000 11.2 against 11.7-11.8 in 245, 2x1500000
-  // 13.5-13.6 against 14.0-14.1 in 132; results/step08_change49_h100.txt).
+  // 1x1500000 10.0 against 10.9-11.0 in 184, 1x2000000 11.2-11.3 against 11.7-11.8 in 245,
+  // 2x1500000 13.4-13.6 against 13.9-14.1 in 132; results/step08_change49_h100.txt).
   const int64_t wide = std::min<int64_t>(
       kTaggedBatchParts,
       std::max(std::min(ctas / rows, (slots + 2047) / 2048), spread_fits ? spread : 0));
@@ -396,7 +399,7 @@ SplitPlan plan_split(int rows, int cols) {
       // step08_change29_first_h100.txt). Clusters of 4 keep their rounds past the rows that (i)
       // in 3 takes in one (100x65536: 1.17; change 30 below).
       // Rows too long for two blocks of (d) an SM keep the clusters of 2 (changes 46 and 48; on an
-      // H100 or H200 past 7200 slots, 28800 floats): 256x32000 0.89-0.90 of memcpy against (d)'s
+      // H100 past 7208 slots, 28832 floats): 256x32000 0.89-0.90 of memcpy against (d)'s
       // 0.75, 256x30001 1.05-1.07 against 0.89, 256x29200 0.90 against 0.76-0.77, 220x29000
       // 0.96-0.99 against 0.88; (d), two blocks an SM, ahead or level below (240x24000 0.86-0.87
       // against 0.84, 160x28000 0.74 against 0.71, 256x28800 level;
@@ -426,10 +429,10 @@ SplitPlan plan_split(int rows, int cols) {
       // Few rows: clusters as wide as spreads the rows over the resident CTAs, but never so wide
       // that fewer clusters fit than there are rows (40x60001: clusters of 6 in two rounds
       // 0.75-0.76 of memcpy, of 5 in one 0.90-0.92; change 17). Up to 8 CTAs; 16 on at most
-      // kWideClusterRows rows (change 47: 1x128256 6.4 us in clusters of 16 against 7.2 in
-      // 8, 4x80000 6.4 against 6.9-7.0, 7x80000 6.8-6.9 against 7.3-7.4; at 8 rows of 100000 and
-      // 128256 floats clusters of 13 and 16 were 5-11% behind those of 8; on an H100 7 clusters
-      // of 16 fit one CTA an SM).
+      // kWideClusterRows rows (change 47: 1x128256 6.4-6.6 us in clusters of 16 against 7.2-7.3
+      // in 8, 4x80000 6.4 against 6.9-7.0, 7x80000 6.8-7.1 against 7.3-7.5; at 8 rows of 100000
+      // and 128256 floats clusters of 13 and 16 were 6-11% behind those of 8; on an H100 7
+      // clusters of 16 fit one CTA an SM).
       const int64_t widest = rows <= kWideClusterRows ? int64_t(kMaxClusterCtas)
                                                       : std::min<int64_t>(8, std::max(need, wide));
       for (int64_t k = widest; k > need; --k) {
@@ -463,7 +466,8 @@ SplitPlan plan_split(int rows, int cols) {
     }
     // (h) in one round, or more rounds than (i) would take in one. But where (h) needs more than
     // 128 CTAs a row (two round trips of the tagged exchange) and (i) at most 128, (i) (change 49:
-    // 1x3000000 13.7-13.8 us in 128 parts of (i) against 14.5 in 264 of (h)).
+    // 1x3000000 13.7-13.8 us in 128 parts of (i) against 14.7 in 184 of (h) and 14.5 in 264,
+    // 1x2200000 12.3-12.4 against 13.3-13.4 in 135 of (h)).
     const bool one_trip = h.parts <= kTaggedBatchParts || need_held > kTaggedBatchParts;
     if ((one_round && one_trip) || rows * need_held > ctas) return h;
     // As many CTAs a row as are resident, up to 128, where that is at least a tenth more than the

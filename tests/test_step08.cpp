@@ -299,7 +299,7 @@ TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
     }
   }
   // Rows of 2 CTAs' worth past one round of clusters of 2: clusters of 2 where two blocks of
-  // step07's path (d) no longer fit an SM (past 7200 slots on an H100 or H200), (d) below
+  // step07's path (d) no longer fit an SM (past 7208 slots on an H100), (d) below
   // (changes 46 and 48).
   if (dev.sm_count == 132) {
     EXPECT_EQ(step08_cluster::plan_split(256, 32000).path, Split::kCluster);
