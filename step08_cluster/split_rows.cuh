@@ -365,8 +365,8 @@ struct GridExchange {
 // 16-byte aligned: each CTA's two words are one 16-byte access.
 __device__ __align__(16) unsigned long long g_tagged_words[2][2][kMaxGridCtas][2];
 
-// The tagged words a lane loads before it uses any: a group of up to kTaggedBatchParts CTAs reads
-// its pairs in one round trip, a larger one in two or more (change 47).
+// The tagged pairs (16-byte loads) a lane issues before it uses any: a group of up to
+// kTaggedBatchParts CTAs reads its pairs in one batch, a larger one in two or more (change 47).
 constexpr int kTaggedBatch = 4;
 constexpr int kTaggedBatchParts = kTaggedBatch * kWarpSize;
 
