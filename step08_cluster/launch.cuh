@@ -50,9 +50,12 @@ inline const DeviceInfo& device_info() {
   // Two blocks an SM: each takes its dynamic bytes ((slots + 8) float4), its static arrays and
   // the bytes the driver reserves per block, from the SM's shared memory.
   int sm_bytes = 0, reserved_bytes = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&reserved_bytes, cudaDevAttrReservedSharedMemoryPerBlock, device));
-  const int pair_bytes = sm_bytes / 2 - reserved_bytes - static_cast<int>(attributes.sharedSizeBytes);
+  CUDA_CHECK(
+      cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  CUDA_CHECK(
+      cudaDeviceGetAttribute(&reserved_bytes, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  const int pair_bytes =
+      sm_bytes / 2 - reserved_bytes - static_cast<int>(attributes.sharedSizeBytes);
   info.pair_slots = std::min<int64_t>(info.cache_slots,
                                       pair_bytes / static_cast<int>(sizeof(float4)) - 8);
   info.peak_bytes_per_ns = softmax::peak_dram_gbps(device);  // GB/s = bytes per ns

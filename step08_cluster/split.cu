@@ -295,8 +295,9 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 //  - rows just past one round of clusters of the fewest CTAs that hold a row, where a grid group
 //    of as many CTAs takes them in one round: path (h); where none does, rows of 2 CTAs' worth
 //    that clusters of 2 would take in two rounds, where two blocks of step07's path (d) fit an SM
-//    (up to 7208 slots on an H100): (d) (changes 17, 46 and 48); rows of 5-16 CTAs' worth that clusters would take in three rounds or more, where
-//    (i) in the fewest CTAs that hold a row takes every row in one: (i) (change 45);
+//    (up to 7208 slots on an H100): (d) (changes 17, 46 and 48); rows of 5-16 CTAs' worth that
+//    clusters would take in three rounds or more, where (i) in the fewest CTAs that hold a row
+//    takes every row in one: (i) (change 45);
 //  - the rest, path (h): K as large as spreads the rows over every resident CTA, but at least 4
 //    float4 a thread (1x1048576: K = 128 at 0.52 of memcpy, 264 CTAs of 2 float4 at 0.32;
 //    8x262144: K = 32 0.65-0.66 against clusters of 16's 0.57); on few rows of a small matrix
@@ -356,8 +357,8 @@ SplitPlan plan_split(int rows, int cols) {
   // As many CTAs a row as spread the rows over the resident CTAs, in parts of at least 2048 slots;
   // or, where that is wider and the parts come to at most 1024 slots (two float4 a thread), one
   // CTA an SM in parts of at least 512, at most as many as read their pairs in one round trip
-  // (change 47, runs 3-5: 1x151936 6.7-6.9 us in 75 parts of (h) against 7.3-7.4 in 19, 1x256000 6.9-7.1
-  // in 125 against 7.5-7.7 in 32, 2x262144 7.5-7.6 in 66 against 7.9-8.0 in 32, 1x300001 7.1-7.3
+  // (change 47, runs 3-5: 1x151936 6.7-6.9 us in 75 parts of (h) against 7.3-7.4 in 19,
+  // 1x256000 6.9-7.1 in 125 against 7.5-7.7 in 32, 2x262144 7.5-7.6 in 66 against 7.9-8.0 in 32, 1x300001 7.1-7.3
   // in 128 against 7.7 in 37; 1x1048576 in 132 parts, two round trips, 9.5-9.8 us against 8.9-9.1
   // in 128, 1x300001 and 1x524288 in 132 0-4% behind 37 and 64; 3x200000 and 4x151936 in parts
   // of 1137 and 1151 within 2% of 25 and 19; results/step08_change47_h100.txt).
