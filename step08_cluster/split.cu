@@ -44,6 +44,9 @@ constexpr int64_t kHeldWideRows = 96;
 constexpr int64_t kHeldWideGroups = 6;
 // Up to this many rows of at most 8 CTAs' worth take clusters wider than 8 (plan_split, change 47).
 constexpr int64_t kWideClusterRows = 7;
+// The most rows that change 50 spreads over every resident CTA with (i) (plan_split): the most
+// measured.
+constexpr int64_t kEveryCtaRows = 32;
 // The most CTAs an SM the small clusters (CTAs of 128 threads) take a matrix at (plan_split).
 constexpr int64_t kSmallCtasPerSm = 8;
 // The small clusters' stages (make_split): about this many bytes of the matrix each, the next
@@ -314,7 +317,8 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
 //  - and rows longer than (h) holds at all: (i) in the fewest CTAs of 1024 threads that hold a row
 //    (1x4400003: K = 68 0.71; in CTAs of 512, K = 135 0.62 and K = 264 0.55-0.59; step07's path
 //    (e) took 0.02).
-SplitPlan plan_split(int rows, int cols) {
+// plan_split's choice before change 50 (below).
+static SplitPlan plan_rows(int rows, int cols) {
   if (!clusters_usable()) return {};
   const int64_t slots = cols / 4;
   // Rows of 2048-8192 slots (8K-32K floats) that fit in one round: clusters of CTAs of 128
@@ -484,6 +488,31 @@ SplitPlan plan_split(int rows, int cols) {
   if (need_wide > sms)
     return {};  // longer than the whole GPU holds, the stage included: read twice (path e)
   return make_split(Split::kHeld, static_cast<int>(need_wide), rows, cols, 1024);
+}
+
+SplitPlan plan_split(int rows, int cols) {
+  const SplitPlan plan = plan_rows(rows, cols);
+  // Change 50: 8-32 rows of 16K-64K slots (64K-256K floats), where (g) in CTAs of 512, (h) or (i)
+  // would take fewer CTAs a row or more than one round: (i) over every resident CTA, two an SM,
+  // in parts of more than 1024 slots (two float4 a thread and more). A cluster of (g) has one CTA
+  // an SM and loads its part through the stage; in (i) half of each part goes straight into
+  // registers, and an SM holds parts of two rows. Measured against the plan before, two processes
+  // (results/step08_change50_h100.txt): 16x100000 9.5 us against 10.7, 16x128256 10.4-10.7
+  // against 11.8, 20x100000 10.2 against 11.4, 20x256000 17.9-18.1 against 19.4, 24x128256 13.1
+  // against 13.9, 32x151936 17.6-17.7 against 18.7-18.8, 8x151936 8.9-9.0 against 10.0-10.1,
+  // 10x151936 9.4-9.5 against 10.4; level at 12x100000 and 24x151936; behind where the parts
+  // come to 1024 slots or fewer (8x100000, 8x128256, 10x100000: 2-5%), and against (h) of as
+  // many CTAs (16x151936, 10x256000: 1-2%), which keep their plans.
+  if (rows <= kWideClusterRows || rows > kEveryCtaRows || plan.threads != kSplitThreads ||
+      (plan.path != Split::kCluster && plan.path != Split::kGrid && plan.path != Split::kHeld))
+    return plan;
+  const int64_t slots = cols / 4;
+  const int64_t every = std::min<int64_t>(kTaggedBatchParts, 2 * device_info().sms / rows);
+  const int64_t part = (slots + every - 1) / every;
+  if (slots > int64_t(kMaxClusterCtas) * kSlotsPerCta || part <= 1024 || part > 2 * kSlotsPerCta)
+    return plan;
+  if (every <= plan.parts && plan.groups >= rows) return plan;
+  return make_split(Split::kHeld, static_cast<int>(every), rows, cols);
 }
 
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,

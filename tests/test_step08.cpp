@@ -295,7 +295,9 @@ TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
     }
     if (dev.sm_count == 132) {
       EXPECT_EQ(plan.path, Split::kHeld) << s.rows << "x" << s.cols;
-      EXPECT_EQ(plan.parts, (s.cols / 4 + 8191) / 8192) << s.rows << "x" << s.cols;
+      // The fewest CTAs that hold a row; on at most 32 rows every resident CTA (change 50).
+      EXPECT_EQ(plan.parts, s.rows <= 32 ? 2 * dev.sm_count / s.rows : (s.cols / 4 + 8191) / 8192)
+          << s.rows << "x" << s.cols;
     }
   }
   // Rows of 2 CTAs' worth past one round of clusters of 2: clusters of 2 where two blocks of
@@ -316,8 +318,10 @@ TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
   EXPECT_EQ(step08_cluster::path_d_blocks_per_sm(pair + 1), 1) << pair + 1 << " slots";
   if (dev.sm_count == 132) {
     EXPECT_EQ(step08_cluster::plan_split(50, 128256).path, Split::kCluster);  // two rounds
-    EXPECT_EQ(step08_cluster::plan_split(24, 256000).path, Split::kCluster);
     EXPECT_EQ(step08_cluster::plan_split(34, 262144).path, Split::kCluster);  // 272 CTAs of (i)
+    // 24x256000, clusters of 16 over two rounds before change 50: (i) over every resident CTA.
+    EXPECT_EQ(step08_cluster::plan_split(24, 256000).path, Split::kHeld);
+    EXPECT_EQ(step08_cluster::plan_split(24, 256000).parts, 11);
   }
   expect_every_kind_matches({{33, 262147}, {40, 180001}, {256, 32000}}, {0, 1});
 }
@@ -349,7 +353,8 @@ TEST_F(Step08Dispatch, FewRowsSpreadWide) {
     EXPECT_EQ(step08_cluster::plan_split(1, 151936).parts, 75);   // 37984 slots / 512
     EXPECT_EQ(step08_cluster::plan_split(1, 256003).parts, 125);  // 64000 slots / 512
     EXPECT_EQ(step08_cluster::plan_split(1, 256003).packs, 1);
-    EXPECT_EQ(step08_cluster::plan_split(8, 151936).parts, 19);   // parts of 2048 slots
+    EXPECT_EQ(step08_cluster::plan_split(8, 151936).path, Split::kHeld);  // change 50
+    EXPECT_EQ(step08_cluster::plan_split(8, 151936).parts, 33);
     EXPECT_EQ(step08_cluster::plan_split(2, 262144).parts, 66);   // 65536 slots / 66: 993
     EXPECT_EQ(step08_cluster::plan_split(3, 200000).parts, 25);   // 44 would be parts of 1137
     EXPECT_EQ(step08_cluster::plan_split(1, 300001).parts, 128);  // not 132: one round trip
@@ -357,6 +362,41 @@ TEST_F(Step08Dispatch, FewRowsSpreadWide) {
     EXPECT_EQ(step08_cluster::plan_split(1, 1048576).parts, 128);  // 132 would be parts of 1986
   }
   expect_every_kind_matches({{1, 128259}, {4, 80003}, {1, 151939}, {1, 256003}}, {0, 3});
+}
+
+// 8-32 rows of 16K-64K slots (change 50): (i) over every resident CTA, two an SM, where its parts
+// come to more than 1024 slots and the plan before took fewer CTAs a row or more than one round.
+// The shapes either side, and some of them against the reference.
+TEST_F(Step08Dispatch, FewRowsOverEveryCta) {
+  const DeviceInfo dev = query_device();
+  if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
+  const RowsCols taken[] = {{16, 128256}, {16, 100000}, {8, 151936}, {20, 256000},
+                            {32, 151936}, {12, 128259}};
+  const RowsCols kept[] = {{7, 128256},  {8, 100000},  {10, 100000}, {16, 151936},
+                           {32, 128256}, {33, 128256}, {16, 65536},  {64, 128256}};
+  for (const RowsCols s : taken) {
+    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
+    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
+                                    step08_cluster::describe(plan));
+    EXPECT_EQ(plan.path, Split::kHeld) << s.rows << "x" << s.cols;
+    EXPECT_EQ(plan.parts, std::min(128, 2 * dev.sm_count / s.rows)) << s.rows << "x" << s.cols;
+    EXPECT_EQ(plan.groups, s.rows) << s.rows << "x" << s.cols;  // one round
+  }
+  for (const RowsCols s : kept) {
+    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
+    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
+                                    step08_cluster::describe(plan));
+    EXPECT_FALSE(plan.path == Split::kHeld && plan.threads == 512 &&
+                 plan.parts == 2 * dev.sm_count / s.rows && plan.parts > 8)
+        << s.rows << "x" << s.cols << ": " << step08_cluster::describe(plan);
+  }
+  if (dev.sm_count == 132) {
+    EXPECT_EQ(step08_cluster::plan_split(8, 100000).path, Split::kCluster);  // parts of 758 slots
+    EXPECT_EQ(step08_cluster::plan_split(16, 151936).path, Split::kGrid);    // (h) in 16 already
+    EXPECT_EQ(step08_cluster::plan_split(32, 128256).path, Split::kGrid);    // (h) in 8 already
+    EXPECT_EQ(step08_cluster::plan_split(7, 128256).parts, 16);              // change 47
+  }
+  expect_every_kind_matches({{16, 128259}, {8, 151939}, {20, 256003}, {12, 100001}}, {0, 1});
 }
 
 // One or two rows of more than 128 CTAs' worth of (h)'s widest spread (change 49): groups of at
@@ -661,7 +701,7 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(2048, 65539).groups, 1024);
   EXPECT_LE(step08_cluster::plan_split(64, 262144).groups, 16);
   EXPECT_EQ(step08_cluster::plan_split(64, 262144).path, Split::kCluster);
-  EXPECT_EQ(step08_cluster::plan_split(8, 262144).path, Split::kGrid);
+  EXPECT_EQ(step08_cluster::plan_split(8, 262144).path, Split::kHeld);  // change 50
   EXPECT_EQ(step08_cluster::plan_split(4096, 32771).path, Split::kCluster);
   EXPECT_EQ(step08_cluster::plan_split(4096, 32771).parts, 2);
   EXPECT_EQ(step08_cluster::plan_split(16, 65536).path, Split::kCluster);

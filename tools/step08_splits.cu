@@ -9,8 +9,9 @@
 //
 // PATH: cluster, grid, held (paths g, h, i), cluster-held ((g) with (i)'s parts), or default
 // (step08's own choice); grid-tagged and grid-counted: path (h) with its pairs as tagged words or
-// behind the counter, whatever make_split chose; THREADS: CTAs of 1024 threads for held and
-// cluster-held, 128 for cluster (make_split's sizes), else 512.
+// behind the counter, whatever make_split chose; held-regs and cluster-regs: held and cluster-held
+// with enough float4 a thread in registers to hold the whole part (none in the stage); THREADS:
+// CTAs of 1024 threads for held and cluster-held, 128 for cluster (make_split's sizes), else 512.
 //
 // The list: for each entry, verification (four input kinds, at most R rows: 40 unless
 // --verify-rows says otherwise; rows off 16-byte boundaries when N % 4 != 0), then the median of
@@ -48,6 +49,7 @@ struct Plan {
   long groups = 0;  // > 0: this many clusters or groups instead of the plan's
   int threads = 0;  // > 0: CTAs of this many threads instead of 512
   int tagged = -1;  // 0 or 1: (h)'s pairs counted or as tagged words, instead of the plan's
+  bool regs = false;  // held paths with every slot in registers (packs to hold the part)
 };
 
 // The plan the forced launcher runs (a softmax::Step launcher carries no state of its own).
@@ -58,6 +60,12 @@ step08_cluster::SplitPlan split_of(const Plan& p, int rows, int cols) {
                          : step08_cluster::make_split(p.path, p.parts, rows, cols);
   if (p.groups > 0) s.groups = std::min<long>(p.groups, rows);
   if (p.tagged >= 0) s.tagged = p.tagged == 1;
+  if (p.regs) {
+    const int packs = (s.chunk + s.threads - 1) / s.threads;
+    if (packs > 8)
+      throw std::invalid_argument("a part in registers would need more than 8 float4 per thread");
+    s.packs = packs <= 1 ? 1 : packs <= 2 ? 2 : packs <= 4 ? 4 : 8;
+  }
   return s;
 }
 
@@ -79,18 +87,23 @@ int usage(const char* argv0) {
                "usage: %s [--iters K] [--verify-rows R]\n"
                "           [ROWSxCOLS:PATH[:K[:GROUPS[:THREADS]]] ...]\n"
                "       %s --one ROWS COLS PATH K [GROUPS]\n"
-               "PATH: cluster, grid, grid-tagged, grid-counted, held, cluster-held or default\n",
+               "PATH: cluster, grid, grid-tagged, grid-counted, held, cluster-held, held-regs,\n"
+               "      cluster-regs or default\n",
                argv0, argv0);
   return 2;
 }
 
 // grid-tagged and grid-counted: path (h) with its pairs one way or the other (-1: the plan's).
+// cluster-regs and held-regs: the held paths with no slot in the stage.
+bool regs_of(const std::string& name) { return name == "cluster-regs" || name == "held-regs"; }
+
 int tagged_of(const std::string& name) {
   return name == "grid-tagged" ? 1 : name == "grid-counted" ? 0 : -1;
 }
 
 Split path_of(std::string name) {
   if (tagged_of(name) >= 0) name = "grid";
+  if (regs_of(name)) name = name.substr(0, name.size() - 5) == "held" ? "held" : "cluster-held";
   if (name == "cluster") return Split::kCluster;
   if (name == "grid") return Split::kGrid;
   if (name == "held") return Split::kHeld;
@@ -117,7 +130,8 @@ Plan plan_of(const std::string& spec) {
           f.size() > 2 ? softmax::parse_int("K", f[2].c_str(), 0) : 0,
           f.size() > 3 ? softmax::parse_int("GROUPS", f[3].c_str(), 0) : 0,
           f.size() > 4 ? softmax::parse_int("THREADS", f[4].c_str(), 0) : 0,
-          tagged};
+          tagged,
+          regs_of(f[1])};
 }
 
 }  // namespace
