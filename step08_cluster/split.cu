@@ -44,6 +44,9 @@ constexpr int64_t kHeldWideRows = 96;
 constexpr int64_t kHeldWideGroups = 6;
 // Up to this many rows of at most 8 CTAs' worth take clusters wider than 8 (plan_split, change 47).
 constexpr int64_t kWideClusterRows = 7;
+// Rows of up to this many slots past 4096 take step07's path (d) over up to two waves of its
+// blocks instead of clusters of 2 (plan_rows, change 51).
+constexpr int64_t kShortPairSlots = 4750;
 // The most rows that change 50 spreads over every resident CTA with (i) (plan_split): the most
 // measured.
 constexpr int64_t kEveryCtaRows = 32;
@@ -410,6 +413,12 @@ static SplitPlan plan_rows(int rows, int cols) {
       // against 0.84, 160x28000 0.74 against 0.71, 256x28800 level;
       // results/step08_change46_h100.txt, step08_change48_h100.txt).
       if (need == 2 && rows <= 2 * fit && slots <= device_info().pair_slots) return {};
+      // Rows just past one CTA's 4096 slots, up to 4750 (19000 floats), keep (d) over twice as
+      // many rows, up to two waves of its blocks (change 51: 300-436 rows of 16388-19000 floats,
+      // step07's time over the clusters' 0.875-0.94; at 600 rows 0.95-1.02, at 800 1.00-1.05, at
+      // 2000 1.06-1.11; clusters of 3 and 4 slower than those of 2 everywhere there;
+      // results/step08_change51_h100.txt).
+      if (need == 2 && rows <= 4 * fit && slots <= kShortPairSlots) return {};
       if (need == 3 && rows <= sms && slots <= device_info().cache_slots &&
           rows * slots * 16 <= kRowsInOneWaveBytes)
         return {};

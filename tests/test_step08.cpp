@@ -310,6 +310,13 @@ TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
     EXPECT_EQ(step08_cluster::plan_split(240, 24000).path, Split::kNone);
     EXPECT_EQ(step08_cluster::plan_split(200, 28800).path, Split::kNone);    // 7200 slots
     EXPECT_EQ(step08_cluster::plan_split(200, 29000).path, Split::kCluster);  // 7250 slots
+    // Rows of up to 4750 slots keep (d) over up to two waves of its blocks (change 51).
+    EXPECT_EQ(step08_cluster::plan_split(436, 16396).path, Split::kNone);
+    EXPECT_EQ(step08_cluster::plan_split(300, 19000).path, Split::kNone);
+    EXPECT_EQ(step08_cluster::plan_split(528, 16388).path, Split::kNone);
+    EXPECT_EQ(step08_cluster::plan_split(529, 16388).path, Split::kCluster);
+    EXPECT_EQ(step08_cluster::plan_split(300, 19004).path, Split::kCluster);  // 4751 slots
+    EXPECT_EQ(step08_cluster::plan_split(600, 17000).path, Split::kCluster);
   }
   // The bound is where two blocks of (d) stop fitting an SM (change 48), as the occupancy
   // calculator counts them.
@@ -323,7 +330,7 @@ TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
     EXPECT_EQ(step08_cluster::plan_split(24, 256000).path, Split::kHeld);
     EXPECT_EQ(step08_cluster::plan_split(24, 256000).parts, 11);
   }
-  expect_every_kind_matches({{33, 262147}, {40, 180001}, {256, 32000}}, {0, 1});
+  expect_every_kind_matches({{33, 262147}, {40, 180001}, {256, 32000}, {436, 16397}}, {0, 1});
 }
 
 // Few rows of a small matrix spread wide (change 47): rows of at most 8 CTAs' worth in clusters
