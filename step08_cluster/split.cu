@@ -415,8 +415,8 @@ static SplitPlan plan_rows(int rows, int cols) {
       if (need == 2 && rows <= 2 * fit && slots <= device_info().pair_slots) return {};
       // Rows just past one CTA's 4096 slots, up to 4750 (19000 floats), keep (d) over twice as
       // many rows, up to two waves of its blocks (change 51: 300-436 rows of 16388-19000 floats,
-      // step07's time over the clusters' 0.875-0.94; at 600 rows 0.95-1.02, at 800 1.00-1.05, at
-      // 2000 1.06-1.11; clusters of 3 and 4 slower than those of 2 everywhere there;
+      // step07's time over the clusters' 0.875-0.94; at 600 rows 0.94-1.03, at 800 1.00-1.05, at
+      // 2000 1.06-1.12; clusters of 3 and 4 slower than those of 2 up to 600 rows;
       // results/step08_change51_h100.txt).
       if (need == 2 && rows <= 4 * fit && slots <= kShortPairSlots) return {};
       if (need == 3 && rows <= sms && slots <= device_info().cache_slots &&
