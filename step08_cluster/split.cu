@@ -510,8 +510,9 @@ SplitPlan plan_split(int rows, int cols) {
   // against 11.8, 20x100000 10.2 against 11.4, 20x256000 17.9-18.1 against 19.4, 24x128256 13.1
   // against 13.9, 32x151936 17.6-17.7 against 18.7-18.8, 8x151936 8.9-9.0 against 10.0-10.1,
   // 10x151936 9.4-9.5 against 10.4; level at 12x100000 and 24x151936; behind where the parts
-  // come to 1024 slots or fewer (8x100000, 8x128256, 10x100000: 2-5%), and against (h) of as
-  // many CTAs (16x151936, 10x256000: 1-2%), which keep their plans.
+  // come to 1024 slots or fewer (8x100000, 8x128256: 2-5%; 10x100000 1.5-2%), and against (h)
+  // of as many CTAs (16x151936, 10x256000: 1-2%), which keep their plans. Past 32 rows both ways
+  // (36x128256 10% ahead, 56x128256 12% behind).
   if (rows <= kWideClusterRows || rows > kEveryCtaRows || plan.threads != kSplitThreads ||
       (plan.path != Split::kCluster && plan.path != Split::kGrid && plan.path != Split::kHeld))
     return plan;
