@@ -413,7 +413,7 @@ static SplitPlan plan_rows(int rows, int cols) {
       // against 0.84, 160x28000 0.74 against 0.71, 256x28800 level;
       // results/step08_change46_h100.txt, step08_change48_h100.txt).
       if (need == 2 && rows <= 2 * fit && slots <= device_info().pair_slots) return {};
-      // Rows just past one CTA's 4096 slots, up to 4750 (19000 floats), keep (d) over twice as
+      // Rows just past one CTA's 4096 slots, up to 4750 (19003 floats), keep (d) over twice as
       // many rows, up to two waves of its blocks (change 51: 300-436 rows of 16388-19000 floats,
       // step07's time over the clusters' 0.875-0.94; at 600 rows 0.94-1.03, at 800 1.00-1.05, at
       // 2000 1.06-1.12; clusters of 3 and 4 slower than those of 2 up to 600 rows;
