@@ -184,6 +184,14 @@ struct RowsCols {
 
 // step08 against the reference at each shape, for every input kind, with x and y both `offset`
 // floats past their 16-byte boundary for each offset given.
+// The launcher's plan for rows x cols, recorded in the test's XML output ("ROWSxCOLS": the plan).
+SplitPlan recorded_plan(int rows, int cols) {
+  const SplitPlan plan = step08_cluster::plan_split(rows, cols);
+  ::testing::Test::RecordProperty(std::to_string(rows) + "x" + std::to_string(cols),
+                                  step08_cluster::describe(plan));
+  return plan;
+}
+
 void expect_every_kind_matches(const std::vector<RowsCols>& shapes,
                                std::initializer_list<int> offsets) {
   const Step* step = find_step("step08_cluster");
@@ -286,9 +294,7 @@ TEST_F(Step08Dispatch, HeldInOneRoundPastTwoRoundsOfClusters) {
   if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
   for (const RowsCols s : {RowsCols{33, 262144}, RowsCols{48, 151936}, RowsCols{32, 200000},
                            RowsCols{40, 180001}, RowsCols{64, 128256}, RowsCols{84, 90000}}) {
-    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
-    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
-                                    step08_cluster::describe(plan));
+    const SplitPlan plan = recorded_plan(s.rows, s.cols);
     if (plan.path == Split::kHeld) {
       EXPECT_LE(int64_t(s.rows) * plan.parts, 2 * dev.sm_count) << s.rows << "x" << s.cols;
       EXPECT_EQ(plan.groups, s.rows) << s.rows << "x" << s.cols;
@@ -346,9 +352,7 @@ TEST_F(Step08Dispatch, FewRowsSpreadWide) {
                            RowsCols{1, 256003}, RowsCols{8, 151936}, RowsCols{2, 262144},
                            RowsCols{3, 200000}, RowsCols{1, 300001},
                            RowsCols{1, 524288}, RowsCols{1, 1048576}})
-    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
-                                    step08_cluster::describe(step08_cluster::plan_split(s.rows,
-                                                                                       s.cols)));
+    recorded_plan(s.rows, s.cols);
   if (dev.sm_count == 132) {
     EXPECT_EQ(step08_cluster::plan_split(1, 128256).path, Split::kCluster);
     EXPECT_EQ(step08_cluster::plan_split(1, 128256).parts, 16);
@@ -382,17 +386,13 @@ TEST_F(Step08Dispatch, FewRowsOverEveryCta) {
   const RowsCols kept[] = {{7, 128256},  {8, 100000},  {10, 100000}, {16, 151936},
                            {32, 128256}, {33, 128256}, {16, 65536},  {64, 128256}};
   for (const RowsCols s : taken) {
-    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
-    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
-                                    step08_cluster::describe(plan));
+    const SplitPlan plan = recorded_plan(s.rows, s.cols);
     EXPECT_EQ(plan.path, Split::kHeld) << s.rows << "x" << s.cols;
     EXPECT_EQ(plan.parts, std::min(128, 2 * dev.sm_count / s.rows)) << s.rows << "x" << s.cols;
     EXPECT_EQ(plan.groups, s.rows) << s.rows << "x" << s.cols;  // one round
   }
   for (const RowsCols s : kept) {
-    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
-    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
-                                    step08_cluster::describe(plan));
+    const SplitPlan plan = recorded_plan(s.rows, s.cols);
     EXPECT_FALSE(plan.path == Split::kHeld && plan.threads == 512 &&
                  plan.parts == 2 * dev.sm_count / s.rows && plan.parts > 8)
         << s.rows << "x" << s.cols << ": " << step08_cluster::describe(plan);
@@ -414,9 +414,7 @@ TEST_F(Step08Dispatch, GroupsOfOneRoundTrip) {
   if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
   for (const RowsCols s : {RowsCols{1, 1100000}, RowsCols{1, 1500000}, RowsCols{1, 2000000},
                            RowsCols{1, 3000000}, RowsCols{2, 1500000}, RowsCols{2, 2200000}}) {
-    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
-    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
-                                    step08_cluster::describe(plan));
+    const SplitPlan plan = recorded_plan(s.rows, s.cols);
     EXPECT_LE(plan.parts, 128) << s.rows << "x" << s.cols;
     if (dev.sm_count == 132) {
       EXPECT_EQ(plan.parts, 128) << s.rows << "x" << s.cols;
@@ -770,9 +768,7 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
                         Shape{15, 262144}, Shape{16, 262147}}) {
     const int need = std::max(2, (s.cols / 4 + 4095) / 4096);  // 512 threads, 8 float4 each
     const SplitPlan grid = step08_cluster::make_split(Split::kGrid, need, s.rows, s.cols);
-    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
-    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
-                                    step08_cluster::describe(plan));
+    const SplitPlan plan = recorded_plan(s.rows, s.cols);
     if (grid.groups < s.rows) continue;  // no one-round plan on this GPU
     EXPECT_EQ(plan.groups, s.rows) << s.rows << "x" << s.cols << ": "
                                    << step08_cluster::describe(plan);
@@ -780,9 +776,7 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   // Rows of 2 CTAs' worth past one round of clusters of 2 (132 on an H100) and of grid groups,
   // up to two rounds: one round of clusters where they fit, else step07's path (d).
   for (const Shape s : {Shape{140, 20001}, Shape{220, 16500}, Shape{264, 20001}}) {
-    const SplitPlan plan = step08_cluster::plan_split(s.rows, s.cols);
-    ::testing::Test::RecordProperty(std::to_string(s.rows) + "x" + std::to_string(s.cols),
-                                    step08_cluster::describe(plan));
+    const SplitPlan plan = recorded_plan(s.rows, s.cols);
     EXPECT_TRUE(plan.path == Split::kNone || plan.groups == s.rows)
         << s.rows << "x" << s.cols << ": " << step08_cluster::describe(plan);
   }
