@@ -47,6 +47,10 @@ constexpr int64_t kWideClusterRows = 7;
 // Rows of up to this many slots past 4096 take step07's path (d) over up to two waves of its
 // blocks instead of clusters of 2 (plan_rows, change 51).
 constexpr int64_t kShortPairSlots = 4750;
+// Rows of 10-16 CTAs' worth of (g) in CTAs of 512 take (g) with held parts, in half as many CTAs,
+// from this many rows (plan_rows, change 52).
+constexpr int64_t kHeldClusterMinParts = 10;
+constexpr int64_t kHeldClusterRows = 384;
 // The most rows that change 50 spreads over every resident CTA with (i) (plan_split): the most
 // measured.
 constexpr int64_t kEveryCtaRows = 32;
@@ -436,6 +440,17 @@ static SplitPlan plan_rows(int rows, int cols) {
       // level).
       if (need >= 5 && rows > 2 * fit && rows * need_held <= ctas)
         return make_split(Split::kHeld, static_cast<int>(need_held), rows, cols);
+      // Many rows of 10-16 CTAs' worth: (g) with held parts, a cluster per row, in half as many
+      // CTAs (change 52). Fewer of the SMs' 264 CTAs of 512 are busy in wide clusters (on an H100
+      // or H200, 14 clusters of 16 fit at once, 224 CTAs; 16 of 12, 192; 30 of 8, 240): a reading
+      // of the fit, not measured as the cause. On an H200, time of (g) over the held parts' at 384-2048 rows: 1.02-1.03 at 160000 floats
+      // (10 CTAs), 1.07-1.09 at 180000 (11), 1.04-1.08 at 190000-220000 (12-14), 1.00-1.04 at
+      // 230000-250000 (15-16), 1.02-1.04 at 262144 and 262147 (16); below 384 rows both ways (0.93
+      // at 96x230000, 1.08 at 96x180000); clusters of 9 behind below 768 rows. On an H100, change
+      // 44 measured 512x262144 at 0.980 of memcpy this way against 0.973-0.975
+      // (results/step08_change52_h200.txt, step08_change44_h100.txt).
+      if (need >= kHeldClusterMinParts && rows >= kHeldClusterRows)
+        return make_split(Split::kClusterHeld, static_cast<int>(need_held), rows, cols);
       return c;
     }
     if (rows == fit) return c;

@@ -283,6 +283,31 @@ TEST_F(Step08Dispatch, HeldClustersOnManyLongRows) {
     EXPECT_EQ(step08_cluster::plan_split(256, 600000).path, Split::kGrid);
 }
 
+// (g) with held parts on 384 rows or more of 10-16 CTAs' worth of (g) (change 52): half as many
+// CTAs a row, a cluster per row. Either side of both bounds (383 rows; clusters of 9 and of 8
+// stay), and one shape against the reference.
+TEST_F(Step08Dispatch, HeldClustersOnManyRowsOfTenToSixteenCtas) {
+  if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
+  const SplitPlan a = recorded_plan(384, 180000);
+  EXPECT_EQ(a.path, Split::kClusterHeld);
+  EXPECT_EQ(a.parts, 6);
+  EXPECT_EQ(a.threads, 512);
+  EXPECT_EQ(a.groups, 384);
+  const SplitPlan b = recorded_plan(512, 262144);
+  EXPECT_EQ(b.path, Split::kClusterHeld);
+  EXPECT_EQ(b.parts, 8);
+  EXPECT_EQ(recorded_plan(2048, 160000).path, Split::kClusterHeld);  // 10 CTAs' worth
+  EXPECT_EQ(recorded_plan(2048, 160000).parts, 5);
+  const SplitPlan c = recorded_plan(383, 180000);
+  EXPECT_EQ(c.path, Split::kCluster);
+  EXPECT_EQ(c.parts, 11);
+  EXPECT_EQ(recorded_plan(2048, 147457).path, Split::kCluster);  // 9 CTAs' worth
+  EXPECT_EQ(recorded_plan(2048, 147457).parts, 9);
+  EXPECT_EQ(recorded_plan(1024, 131072).path, Split::kCluster);  // 8
+  EXPECT_EQ(recorded_plan(1024, 131072).parts, 8);
+  expect_every_kind_matches({{384, 180003}}, {1});
+}
+
 // Rows of 5-16 CTAs' worth that clusters would take in three rounds or more: path (i) in the
 // fewest CTAs that hold a row, where that takes every row in one round (change 45); over two
 // rounds the clusters stay. Rows of 2 CTAs' worth past one round: clusters of 2 where two blocks
@@ -696,13 +721,14 @@ TEST_F(Step08Dispatch, ClustersUsedWhereTheyExist) {
   EXPECT_EQ(step08_cluster::plan_split(1, 9000001).path, Split::kNone);
   EXPECT_EQ(step08_cluster::plan_split(4096, 1024).path, Split::kNone);
   // Rows of 9-16 CTAs' worth: clusters of 16 on enough rows for one round of clusters, grid groups
-  // on fewer; few rows of at most 8 CTAs' worth: clusters spread over the resident CTAs; rows
-  // that step07's path (d) holds: clusters of 2.
-  EXPECT_EQ(step08_cluster::plan_split(512, 262144).path, Split::kCluster);
-  EXPECT_EQ(step08_cluster::plan_split(512, 262144).parts, 16);
+  // on fewer (on 384 rows or more, (g) with held parts: change 52); few rows of at most 8 CTAs'
+  // worth: clusters spread over the resident CTAs; rows that step07's path (d) holds: clusters
+  // of 2.
+  EXPECT_EQ(step08_cluster::plan_split(256, 262144).path, Split::kCluster);
+  EXPECT_EQ(step08_cluster::plan_split(256, 262144).parts, 16);
   // Many rows: a cluster per two rows (the hardware starts each where one ends); few: no more
   // clusters than fit at once.
-  EXPECT_EQ(step08_cluster::plan_split(512, 262144).groups, 256);
+  EXPECT_EQ(step08_cluster::plan_split(256, 262144).groups, 128);
   EXPECT_EQ(step08_cluster::plan_split(2048, 65539).groups, 1024);
   EXPECT_LE(step08_cluster::plan_split(64, 262144).groups, 16);
   EXPECT_EQ(step08_cluster::plan_split(64, 262144).path, Split::kCluster);
