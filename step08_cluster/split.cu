@@ -443,11 +443,12 @@ static SplitPlan plan_rows(int rows, int cols) {
       // Many rows of 10-16 CTAs' worth: (g) with held parts, a cluster per row, in half as many
       // CTAs (change 52). Fewer of the SMs' 264 CTAs of 512 are busy in wide clusters (on an H100
       // or H200, 14 clusters of 16 fit at once, 224 CTAs; 16 of 12, 192; 30 of 8, 240): a reading
-      // of the fit, not measured as the cause. On an H200, time of (g) over the held parts' at 384-2048 rows: 1.02-1.03 at 160000 floats
-      // (10 CTAs), 1.07-1.09 at 180000 (11), 1.04-1.08 at 190000-220000 (12-14), 1.00-1.04 at
-      // 230000-250000 (15-16), 1.02-1.04 at 262144 and 262147 (16); below 384 rows both ways (0.93
-      // at 96x230000, 1.08 at 96x180000); clusters of 9 behind below 768 rows. On an H100, change
-      // 44 measured 512x262144 at 0.980 of memcpy this way against 0.973-0.975
+      // of the fit, not measured as the cause. On an H200, time of (g) over the held parts' at
+      // 384-2048 rows: 1.02-1.03 at 160000 floats (10 CTAs), 1.08-1.09 at 180000-180003 (11),
+      // 1.04-1.08 at 190000-220000 (12-14), 1.00-1.04 at 230000-250000 (15-16), 1.02-1.04 at
+      // 262144 and 262147 (16); below 384 rows both ways (0.93 at 96x230000, 1.06-1.09 at
+      // 64x180000); clusters of 9 ahead of the held parts below 768 rows (0.94-1.00). On an H100,
+      // change 44 measured 512x262144 at 0.980 of memcpy this way against 0.973-0.975
       // (results/step08_change52_h200.txt, step08_change44_h100.txt).
       if (need >= kHeldClusterMinParts && rows >= kHeldClusterRows)
         return make_split(Split::kClusterHeld, static_cast<int>(need_held), rows, cols);
