@@ -308,6 +308,46 @@ TEST_F(Step08Dispatch, HeldClustersOnManyRowsOfTenToSixteenCtas) {
   expect_every_kind_matches({{384, 180003}}, {1});
 }
 
+// (g) in CTAs of 512 over 1-8 rounds (change 53): every cluster that fits where the last round
+// would be at most half full, the balanced count past that; from 8 rounds a cluster per two rows.
+// The fit is found as the launcher sizes it (the most rows it takes in one round), so the bounds
+// hold on any GPU with clusters; on 132 SMs the shapes that decided the rule; and one shape whose
+// clusters take unequal numbers of rows against the reference.
+TEST_F(Step08Dispatch, ClustersFillTheGpuWhereTheLastRoundIsAtMostHalfFull) {
+  if (!step08_cluster::clusters_usable()) GTEST_SKIP() << step08_cluster::cluster_report();
+  const auto groups = [](int parts, int rows, int cols) {
+    return step08_cluster::make_split(Split::kCluster, parts, rows, cols).groups;
+  };
+  struct Clusters {
+    int parts, cols;
+  };
+  for (const Clusters s : {Clusters{2, 24869}, Clusters{4, 60715}, Clusters{16, 262144}}) {
+    const int parts = s.parts;
+    int fit = 1;
+    while (fit < 4096 && groups(parts, fit + 1, s.cols) == fit + 1) ++fit;
+    ASSERT_LT(fit, 4096) << "clusters of " << parts;
+    const std::string at = "clusters of " + std::to_string(parts) + ", " +
+                           std::to_string(fit) + " fit, rows ";
+    EXPECT_EQ(groups(parts, fit + 1, s.cols), fit) << at << fit + 1;
+    EXPECT_EQ(groups(parts, fit + fit / 2, s.cols), fit) << at << fit + fit / 2;
+    const int past_half = fit + fit / 2 + 1;  // two rounds, balanced
+    EXPECT_EQ(groups(parts, past_half, s.cols), (past_half + 1) / 2) << at << past_half;
+    EXPECT_EQ(groups(parts, 3 * fit + 1, s.cols), fit) << at << 3 * fit + 1;
+    EXPECT_EQ(groups(parts, 4 * fit - 1, s.cols), fit) << at << 4 * fit - 1;  // balanced: all
+    EXPECT_EQ(groups(parts, 8 * fit, s.cols), 4 * fit) << at << 8 * fit;      // two rows each
+  }
+  if (query_device().sm_count == 132) {
+    const SplitPlan a = recorded_plan(265, 24869);
+    EXPECT_EQ(a.path, Split::kCluster);
+    EXPECT_EQ(a.parts, 2);
+    EXPECT_EQ(a.groups, 132);
+    EXPECT_EQ(recorded_plan(150, 60715).groups, 62);   // clusters of 4, 2.4 rounds
+    EXPECT_EQ(recorded_plan(100, 60715).groups, 50);   // 1.6 rounds: balanced
+    EXPECT_EQ(recorded_plan(64, 262144).groups, 13);   // clusters of 16, 4.6 rounds: balanced
+  }
+  expect_every_kind_matches({{265, 24871}}, {1});
+}
+
 // Rows of 5-16 CTAs' worth that clusters would take in three rounds or more: path (i) in the
 // fewest CTAs that hold a row, where that takes every row in one round (change 45); over two
 // rounds the clusters stay. Rows of 2 CTAs' worth past one round: clusters of 2 where two blocks
