@@ -261,13 +261,15 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
     plan.groups = (rows + 1) / 2;
   // Clusters over 1-8 rounds whose last round would be at most half full: every cluster that fits,
   // the last round's few rows taken by some of them, instead of the balanced count, which leaves
-  // up to a third of the clusters idle in every round (change 53). On an H200, fit against
+  // up to half of them idle in every round (change 53). On an H200, fit against
   // balanced: 265x24869 17.3-17.5 us against 20.5-20.6 (clusters of 2, 132 against 89),
   // 400x24869 23.7 against 26.1, 240x38860 23.7 against 26.6-26.8 (of 3), 150x60715 21.5-21.7
   // against 22.9-23.0 (of 4), 50x90001 14.6-14.7 against 16.4-16.5 (of 6), 100x120001 26.9-27.1
-  // against 29.3-29.4 (of 8), 48x262144 30.4 against 32.0-32.2 (of 16). Past half full the
-  // balanced count was ahead by 1-7% (100x60715, 64x90001, 50x120001, 36x262144, 64x262144) or
-  // level (results/step08_change53_h200.txt).
+  // against 29.3-29.4 (of 8), 48x262144 30.4 against 32.0-32.2 (of 16); 0-2% behind only one
+  // row past one round of clusters of 8 and 16 (31x120001, 15x262144), shapes plan_rows gives
+  // other paths. Past half full the balanced count was ahead by up to 7% (100x60715, 64x90001,
+  // 50x120001, 36x262144, 64x262144) or level. Not yet measured on an H100
+  // (results/step08_change53_h200.txt).
   else if (path == Split::kCluster && threads == kSplitThreads && rows > fit &&
            2 * (rows - (rounds - 1) * fit) <= fit)
     plan.groups = fit;
