@@ -105,7 +105,8 @@ step07_paths() {
 # 96x700001 in clusters of 16 CTAs of 1024, all off their boundary. Change 45's (i) in one round
 # past two rounds of clusters: 29x262147 (8 CTAs a row) off its boundary. Change 52's (g) with
 # held parts on 384 rows or more of 10-16 CTAs' worth of (g): 384x180003 (clusters of 6) off its
-# boundary.
+# boundary. Change 53's every cluster that fits where the last round would be at most half full:
+# 265x24871 (132 clusters of 2, one of them taking three rows) off its boundary.
 step08_paths() {
   local s=step08_cluster
   printf '%s
@@ -129,6 +130,7 @@ step08_paths() {
     "$s:13513x80" "$s:17736x124" "$s:15x1100001+1+1" "$s:81462x2" "$s:6x2+2+2" \
     "$s:262147x2+1+1" "$s:48x700001+2+2" "$s:40x524291+1+1" "$s:96x700001+1+1" "$s:29x262147+1+1" \
     "$s:1x128259+1+1" "$s:4x80003+3+3" "$s:1x151939+1+1" "$s:1x256003+2+2" "$s:384x180003+1+1" \
+    "$s:265x24871+1+1" \
     "$s@noclusters:300x32771+1+1" "$s@noclusters:300x20000" "$s@noclusters:3x131075+2+2"
 }
 
