@@ -259,7 +259,7 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   // partner outside itself, so waiting for room is safe.
   if (path == Split::kCluster && rows >= kRowsPerClusterForWaves * fit)
     plan.groups = (rows + 1) / 2;
-  // Clusters over 1-8 rounds whose last round would be at most half full: every cluster that fits,
+  // Clusters over 2-8 rounds whose last round would be at most half full: every cluster that fits,
   // the last round's few rows taken by some of them, instead of the balanced count, which leaves
   // up to half of them idle in every round (change 53). On an H200, fit against
   // balanced: 265x24869 17.3-17.5 us against 20.5-20.6 (clusters of 2, 132 against 89),
@@ -267,9 +267,9 @@ SplitPlan make_split(Split path, int parts, int rows, int cols, int threads) {
   // against 22.9-23.0 (of 4), 50x90001 14.6-14.7 against 16.4-16.5 (of 6), 100x120001 26.9-27.1
   // against 29.3-29.4 (of 8), 48x262144 30.4 against 32.0-32.2 (of 16); 0-2% behind only one
   // row past one round of clusters of 8 and 16 (31x120001, 15x262144), shapes plan_rows gives
-  // other paths. Past half full the balanced count was ahead by up to 7% (100x60715, 64x90001,
-  // 50x120001, 36x262144, 64x262144) or level. Not yet measured on an H100
-  // (results/step08_change53_h200.txt).
+  // other paths. Past half full the balanced count was ahead by up to 7% at six shapes (100x60715,
+  // 64x90001, 50x120001, 36x262144, 64x262144, 600x24869), else within 2.3% either way. Not yet
+  // measured on an H100 (results/step08_change53_h200.txt).
   else if (path == Split::kCluster && threads == kSplitThreads && rows > fit &&
            2 * (rows - (rounds - 1) * fit) <= fit)
     plan.groups = fit;

@@ -308,9 +308,9 @@ TEST_F(Step08Dispatch, HeldClustersOnManyRowsOfTenToSixteenCtas) {
   expect_every_kind_matches({{384, 180003}}, {1});
 }
 
-// (g) in CTAs of 512 over 1-8 rounds (change 53): every cluster that fits where the last round
+// (g) in CTAs of 512 over 2-8 rounds (change 53): every cluster that fits where the last round
 // would be at most half full, the balanced count past that; from 8 rounds a cluster per two rows.
-// The fit is found as the launcher sizes it (the most rows it takes in one round), so the bounds
+// The fit is found through make_split (the most rows it gives one round), so the bounds
 // hold on any GPU with clusters; on 132 SMs the shapes that decided the rule; and one shape whose
 // clusters take unequal numbers of rows against the reference.
 TEST_F(Step08Dispatch, ClustersFillTheGpuWhereTheLastRoundIsAtMostHalfFull) {
