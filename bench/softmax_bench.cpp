@@ -40,7 +40,8 @@
 #include "common/device.h"
 #include "common/program.h"
 #include "common/step_table.h"
-#include "step08_cluster/split.h"
+#include "fastsoftmax/softmax.h"
+#include "split.h"  // fastsoftmax/src: the cluster fit, for the record
 
 namespace {
 
@@ -219,24 +220,30 @@ int main(int argc, char** argv) {
                                                   std::to_string(softmax::kSweepRuns));
     benchmark::AddCustomContext("timed_runs_rule", softmax::kSweepRunsRule);
     std::string order = "memcpy";
-    for (const Step& s : softmax::all_steps()) order += std::string(",") + s.name;
+    for (const Step& s : softmax::all_implementations()) order += std::string(",") + s.name;
     for (const Step& s : baselines::all()) order += std::string(",") + s.name;
     benchmark::AddCustomContext("implementations", order);
-    benchmark::AddCustomContext("final_step", softmax::all_steps().back().name);
+    benchmark::AddCustomContext("final_step", softmax::all_implementations().back().name);
     benchmark::AddCustomContext("memcpy_timing", "interleaved with each step, launch by launch");
-    // step08's plans depend on the chip: how many clusters fit at once (by CTAs per cluster),
-    // and the plan of each few-rows and long-rows shape.
-    benchmark::AddCustomContext("step08_cluster_fit", step08_cluster::cluster_fit_report());
-    std::string plans;
+    // The library's plans depend on the chip: how many clusters fit at once (by CTAs per
+    // cluster), and the path each shape of each sweep takes (fastsoftmax::describe, for 16-byte
+    // aligned buffers such as the benchmark's): "sweep/MxN=path;...".
+    benchmark::AddCustomContext("fastsoftmax_cluster_fit",
+                                fastsoftmax::detail::cluster_fit_report());
+    std::string paths, plans;
+    const auto* aligned = reinterpret_cast<const float*>(uintptr_t(1) << 20);
     for (const Sweep& sw : kSweeps) {
-      if (std::string(sw.name) != "few" && std::string(sw.name) != "long") continue;
-      for (Shape sh : sw.shapes(false))
-        plans += (plans.empty() ? "" : "; ") + std::to_string(sh.rows) + "x" +
-                 std::to_string(sh.cols) + " " +
-                 step08_cluster::describe(step08_cluster::plan_split(sh.rows, sh.cols));
+      for (Shape sh : sw.shapes(false)) {
+        const fastsoftmax::Plan plan = fastsoftmax::describe(aligned, aligned, sh.rows, sh.cols);
+        const std::string shape = std::to_string(sh.rows) + "x" + std::to_string(sh.cols);
+        paths += (paths.empty() ? "" : ";") + std::string(sw.name) + "/" + shape + "=" + plan.path;
+        if (std::string(sw.name) == "few" || std::string(sw.name) == "long")
+          plans += (plans.empty() ? "" : "; ") + shape + " " + plan.path + ": " + plan.config;
+      }
     }
-    benchmark::AddCustomContext("step08_plans", plans);
-    for (const Step& s : softmax::all_steps()) benchmark::AddCustomContext(std::string("lesson:") + s.name, s.lesson);
+    benchmark::AddCustomContext("fastsoftmax_paths", paths);
+    benchmark::AddCustomContext("fastsoftmax_plans", plans);
+    for (const Step& s : softmax::all_implementations()) benchmark::AddCustomContext(std::string("lesson:") + s.name, s.lesson);
     for (const Step& s : baselines::all()) benchmark::AddCustomContext(std::string("lesson:") + s.name, s.lesson);
 
     size_t max_elements = 0;
@@ -244,7 +251,7 @@ int main(int argc, char** argv) {
       for (Shape sh : sw.shapes(false))
         max_elements = std::max(max_elements, size_t(sh.rows) * sh.cols);
     Context ctx(max_elements);
-    const std::vector<Step> steps = softmax::all_steps();
+    const std::vector<Step> steps = softmax::all_implementations();
     const Step final_step = steps.back();
     for (const Sweep& sw : kSweeps) {
       for (Shape sh : sw.shapes(false))

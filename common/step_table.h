@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// THE STEP TABLE: every step, in order. Tests, benchmark and tour iterate it.
+// THE STEP TABLE: every step, in order, then the library (fastsoftmax/), what the steps add up to.
+// Tests, benchmark and tour iterate it.
 //
 // A step is a folder stepNN_topic/ whose softmax.cu defines `const softmax::Step& stepNN_topic::step()`
 // (name, lesson, launcher, largest N, traffic model) plus one line below. Targets that include this
@@ -38,9 +39,23 @@ inline const std::vector<Step>& all_steps() {
   return table;
 }
 
-// The step of the table named `name`, or nullptr.
+// The library, fastsoftmax::softmax, as a line of the table's kind, named "fastsoftmax"
+// (common/library_step.cpp).
+const Step& library();
+
+// Every step, then the library: what the tour, the benchmark and the GPU tests run.
+inline const std::vector<Step>& all_implementations() {
+  static const std::vector<Step> table = [] {
+    std::vector<Step> t = all_steps();
+    t.push_back(library());
+    return t;
+  }();
+  return table;
+}
+
+// The step or library of the table named `name`, or nullptr.
 inline const Step* find_step(const std::string& name) {
-  for (const Step& s : all_steps())
+  for (const Step& s : all_implementations())
     if (name == s.name) return &s;
   return nullptr;
 }

@@ -30,7 +30,7 @@ constexpr int kDefaultRows = 4;
 
 void usage(const char* program) {
   std::string names;
-  for (const softmax::Step& s : softmax::all_steps())
+  for (const softmax::Step& s : softmax::all_implementations())
     names += std::string(names.empty() ? "" : ", ") + s.name;
   std::fprintf(stderr,
                "usage: %s STEP COLS... [--rows R]\n"

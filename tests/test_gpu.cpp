@@ -78,7 +78,7 @@ void PrintTo(const Param& p, std::ostream* os) { *os << p.step.name << " on " <<
 
 std::vector<Param> params() {
   std::vector<Param> list;
-  for (const Step& s : all_steps())
+  for (const Step& s : all_implementations())
     for (const Case& c : cases()) list.push_back({s, c});
   return list;
 }
@@ -282,7 +282,7 @@ void PrintTo(const GroupParam& p, std::ostream* os) {
 
 std::vector<GroupParam> group_params() {
   std::vector<GroupParam> list;
-  for (const Step& s : all_steps())
+  for (const Step& s : all_implementations())
     for (const Group& g : groups()) list.push_back({s, g});
   return list;
 }
@@ -363,7 +363,7 @@ TEST_P(StepAtSwitches, AroundEachTrafficChangeAndTheLimit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllSteps, StepAtSwitches, ::testing::ValuesIn(all_steps()),
+INSTANTIATE_TEST_SUITE_P(AllSteps, StepAtSwitches, ::testing::ValuesIn(all_implementations()),
                          [](const ::testing::TestParamInfo<Step>& info) {
                            return std::string(info.param.name);
                          });
@@ -455,7 +455,7 @@ TEST_P(StepArguments, TrafficModelIsAtLeastTheIdeal) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllSteps, StepArguments, ::testing::ValuesIn(all_steps()),
+INSTANTIATE_TEST_SUITE_P(AllSteps, StepArguments, ::testing::ValuesIn(all_implementations()),
                          [](const ::testing::TestParamInfo<Step>& info) {
                            return std::string(info.param.name);
                          });

@@ -42,7 +42,7 @@ TEST_P(StepOnLongestRow, MatchesReference) {
 }
 
 // CTest names: long_rows/StepOnLongestRow.MatchesReference/<step> (ctest -R long_rows).
-INSTANTIATE_TEST_SUITE_P(long_rows, StepOnLongestRow, ::testing::ValuesIn(all_steps()),
+INSTANTIATE_TEST_SUITE_P(long_rows, StepOnLongestRow, ::testing::ValuesIn(all_implementations()),
                          [](const ::testing::TestParamInfo<Step>& info) {
                            return std::string(info.param.name);
                          });

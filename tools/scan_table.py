@@ -5,16 +5,17 @@
 Rewrites the blocks between these markers in README.md and docs/*.md (the marker rules of
 tools/plot_results.py), from the JSON alone:
 
-  <!-- BEGIN scan-summary -->   step08's lowest and median ratio to memcpy over the scan, by
-  <!-- END scan-summary -->     size of matrix; how often it was faster than step07 and cuDNN
-                                timed in the same rounds, and the closest cases
-  <!-- BEGIN scan-table -->     every shape, smallest matrix first: step08's plan, memcpy's time,
-  <!-- END scan-table -->       the ratio to memcpy of step07, step08 and cuDNN, and cuDNN's time
-                                over step08's
+  <!-- BEGIN scan-summary -->   the library's lowest and median ratio to memcpy over the scan,
+  <!-- END scan-summary -->     by size of matrix; how often it was at least as fast as the final
+                                lesson (step08_cluster) and faster than cuDNN, timed in the same
+                                rounds, and the closest cases
+  <!-- BEGIN scan-table -->     every shape, smallest matrix first: the library's path, memcpy's
+  <!-- END scan-table -->       time, the ratio to memcpy of step08, the library and cuDNN, and
+                                cuDNN's time over the library's
 
   python3 tools/scan_table.py [JSON] [--docs-root DIR] [--check]
 
-JSON defaults to docs/results/shape_scan_h100.json. --check writes nothing and exits 1 when a
+JSON defaults to docs/results/shape_scan_h200.json. --check writes nothing and exits 1 when a
 Markdown file would change.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Dict, List, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import plot_results as pr  # noqa: E402  (the marker code and the provenance helpers)
 
-DEFAULT_JSON = pr.REPO_ROOT / "docs" / "results" / "shape_scan_h100.json"
+DEFAULT_JSON = pr.REPO_ROOT / "docs" / "results" / "shape_scan_h200.json"
 # Matrices below this many bytes (input alone) sit near the launch-and-latency floor, where a
 # ratio to memcpy says little (cudaMemcpy's own overhead dominates there); listed apart.
 SMALL_BYTES = 16 << 20
@@ -72,26 +73,26 @@ def render_summary(scan: Scan, md_path: Path, root: Path) -> str:
     for name, group in groups:
         if not group:
             continue
-        r8 = [ratio(s, "step08_us") for s in group]
-        low = min(group, key=lambda s: ratio(s, "step08_us"))
-        vs07 = [s["step07_us"] / s["step08_us"] for s in group]
-        worst07 = min(group, key=lambda s: s["step07_us"] / s["step08_us"])
+        r8 = [ratio(s, "fastsoftmax_us") for s in group]
+        low = min(group, key=lambda s: ratio(s, "fastsoftmax_us"))
+        vs07 = [s["step08_us"] / s["fastsoftmax_us"] for s in group]
+        worst07 = min(group, key=lambda s: s["step08_us"] / s["fastsoftmax_us"])
         cells = [name, str(len(group)),
                  f"{min(r8):.2f} ({shape_text(low)})", f"{statistics.median(r8):.2f}",
                  f"{sum(v >= 1.0 for v in vs07)} of {len(group)}; lowest "
                  f"{min(vs07):.3f} ({shape_text(worst07)})"]
         with_dnn = [s for s in group if "cudnn_us" in s]
         if with_dnn:
-            h2h = [s["cudnn_us"] / s["step08_us"] for s in with_dnn]
-            worst = min(with_dnn, key=lambda s: s["cudnn_us"] / s["step08_us"])
+            h2h = [s["cudnn_us"] / s["fastsoftmax_us"] for s in with_dnn]
+            worst = min(with_dnn, key=lambda s: s["cudnn_us"] / s["fastsoftmax_us"])
             cells.append(f"{sum(v > 1.0 for v in h2h)} of {len(with_dnn)}; lowest "
                          f"{min(h2h):.3f} ({shape_text(worst)})")
         else:
             cells.append("—")
         rows.append(cells)
-    table = pr.md_table(["matrix (input bytes)", "shapes", "step08: lowest ratio to memcpy",
-                         "median", "step08 at least as fast as step07 (step07's time / step08's)",
-                         "step08 faster than cuDNN (cuDNN's time / step08's)"],
+    table = pr.md_table(["matrix (input bytes)", "shapes", "fastsoftmax: lowest ratio to memcpy",
+                         "median", "at least as fast as step08 (step08's time / the library's)",
+                         "faster than cuDNN (cuDNN's time / the library's)"],
                         "lrrrrr", rows)
     d = scan.doc
     drawn = (f"{d.get('drawn', len(scan.shapes))} shapes drawn with seed {d['seed']} "
@@ -103,7 +104,7 @@ def render_summary(scan: Scan, md_path: Path, root: Path) -> str:
     # An int: that many launches at every shape; a string: the rule the scan applied per shape.
     runs = f"{iters} launches" if isinstance(iters, int) else str(iters)
     note = (f"{drawn}; each verified against the CPU reference up to 2^25 elements, then memcpy, "
-            f"step07, step08 and cuDNN timed in the same rounds, median of {runs}, L2 flushed "
+            f"step08, the library and cuDNN timed in the same rounds, median of {runs}, L2 flushed "
             "before each.")
     return "\n".join([table, "", note, "", scan.source_line(md_path, root)])
 
@@ -113,12 +114,12 @@ def render_table(scan: Scan, md_path: Path, root: Path) -> str:
     for s in scan.shapes:
         dnn = "cudnn_us" in s
         rows.append([shape_text(s), s["plan"], f"{s['memcpy_us']:.2f}",
-                     f"{ratio(s, 'step07_us'):.2f}", f"{ratio(s, 'step08_us'):.2f}",
+                     f"{ratio(s, 'step08_us'):.2f}", f"{ratio(s, 'fastsoftmax_us'):.2f}",
                      f"{ratio(s, 'cudnn_us'):.2f}" if dnn else "—",
-                     f"{s['cudnn_us'] / s['step08_us']:.2f}×" if dnn else "—",
+                     f"{s['cudnn_us'] / s['fastsoftmax_us']:.2f}×" if dnn else "—",
                      s["verified"]])
-    table = pr.md_table(["M×N", "step08's plan", "memcpy µs", "step07", "step08", "cuDNN",
-                         "cuDNN's time / step08's", "verified"], "llrrrrrl", rows)
+    table = pr.md_table(["M×N", "the library's path", "memcpy µs", "step08", "fastsoftmax",
+                         "cuDNN", "cuDNN's time / the library's", "verified"], "llrrrrrl", rows)
     return "\n".join([table, "", "Ratios: to a device-to-device memcpy of the same bytes timed "
                       "in the same rounds. " + scan.source_line(md_path, root)])
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// shape_scan: the final step on shapes drawn at random, away from the benchmark's sweeps. The
-// benchmark holds step08 to its targets on fixed grids; a plan or a launcher can be tuned to
-// those grids and fall off a cliff next to them. This draws rows x cols at random (log-uniform
-// in the number of elements, 2^10 .. 2^27, and in N, 1 .. 2^21), verifies step08 at each, and
-// times memcpy, step07, step08 and cuDNN (when built with it) interleaved in the same rounds.
+// shape_scan: the library on shapes drawn at random, away from the benchmark's sweeps. The
+// benchmark measures it on fixed grids; a plan can be tuned to those grids and fall off a cliff
+// next to them. This draws rows x cols at random (log-uniform in the number of elements, 2^10 ..
+// 2^27, and in N, 1 .. 2^21), verifies the library at each, and times memcpy, the final lesson
+// (step08_cluster), the library and cuDNN (when built with it) interleaved in the same rounds.
 //
 //   build/softmax_shape_scan [--seed S] [--count K] [--iters R] [--json FILE] [ROWSxCOLS ...]
 //   build/softmax_shape_scan --list [--seed S] [--count K]    the shapes only (no GPU needed)
@@ -36,7 +36,8 @@
 #include "common/step_table.h"
 #include "common/timer.h"
 #include "common/verify.h"
-#include "step08_cluster/split.h"
+#include "fastsoftmax/softmax.h"
+#include "split.h"  // fastsoftmax/src: the cluster fit, for the record
 
 namespace {
 
@@ -141,15 +142,15 @@ int main(int argc, char** argv) {
   }
   if (!softmax::require_gpu(argv[0])) return softmax::kExitNoGpu;
   const softmax::DeviceInfo dev = softmax::query_device();
-  std::printf("%s\n%s\n", dev.summary().c_str(), step08_cluster::cluster_report().c_str());
-  const softmax::Step* step07 = softmax::find_step("step07_persistent");
-  const softmax::Step* step08 = softmax::find_step("step08_cluster");
+  std::printf("%s\n%s\n", dev.summary().c_str(), fastsoftmax::cluster_report().c_str());
+  const softmax::Step* lesson = softmax::find_step("step08_cluster");
+  const softmax::Step* library = &softmax::library();
   const bool with_cudnn = baselines::have_cudnn();
 
   struct Row {
     Shape shape;
     std::string plan, verified;
-    double memcpy_us = 0, step07_us = 0, step08_us = 0;
+    double memcpy_us = 0, lesson_us = 0, library_us = 0;
     std::optional<double> cudnn_us;
   };
   std::vector<Row> rows;
@@ -159,23 +160,22 @@ int main(int argc, char** argv) {
     for (const Shape& s : shapes) most = std::max(most, size_t(s.rows) * s.cols);
     softmax::TimingBuffers buf(most);
     softmax::Timer timer;
-    std::printf("\n%9s %8s %9s %8s %8s %8s %8s %9s  %s\n", "M", "N", "memcpy us", "step07",
-                "step08", "cuDNN", "08/cuDNN", "verified", "step08's plan");
+    std::printf("\n%9s %8s %9s %8s %8s %8s %8s %9s  %s\n", "M", "N", "memcpy us", "step08",
+                "library", "cuDNN", "lib/cuDNN", "verified", "the library's path");
     for (const Shape& s : shapes) {
       Row r;
       r.shape = s;
-      r.plan = step08_cluster::describe(step08_cluster::plan_split(s.rows, s.cols));
-      if (r.plan == "not split")  // the timing buffers lie on 16-byte boundaries: N = 2 is (a2)
-        r.plan = s.cols == 1   ? "one float a row (a1)"
-                 : s.cols == 2 ? "two floats a row (a2)"
-                               : "step07's paths";
+      // The timing buffers lie on 16-byte boundaries, as describe's stand-in address does.
+      const auto* aligned = reinterpret_cast<const float*>(uintptr_t(1) << 20);
+      const fastsoftmax::Plan plan = fastsoftmax::describe(aligned, aligned, s.rows, s.cols);
+      r.plan = plan.path + ": " + plan.config;
       if (int64_t(s.rows) * s.cols <= kMaxVerified) {
         const softmax::VerifyResult v = softmax::check_step(
-            *step08, s.rows, s.cols, softmax::InputKind::kNormal, seed * 7919 + rows.size());
+            *library, s.rows, s.cols, softmax::InputKind::kNormal, seed * 7919 + rows.size());
         r.verified = v.ok() ? "yes" : "FAILED";
         if (!v.ok()) {
           ++failed;
-          std::printf("step08_cluster %dx%d: %s\n", s.rows, s.cols, v.report().c_str());
+          std::printf("fastsoftmax %dx%d: %s\n", s.rows, s.cols, v.report().c_str());
         }
       } else {
         r.verified = "no";
@@ -183,8 +183,8 @@ int main(int argc, char** argv) {
       const size_t n = size_t(s.rows) * s.cols;
       std::vector<softmax::Timer::Enqueue> e = {
           softmax::Timer::memcpy_enqueue(buf.y(), buf.x(), n * sizeof(float)),
-          [&](cudaStream_t st) { step07->launch(buf.x(), buf.y(), s.rows, s.cols, st); },
-          [&](cudaStream_t st) { step08->launch(buf.x(), buf.y(), s.rows, s.cols, st); }};
+          [&](cudaStream_t st) { lesson->launch(buf.x(), buf.y(), s.rows, s.cols, st); },
+          [&](cudaStream_t st) { library->launch(buf.x(), buf.y(), s.rows, s.cols, st); }};
       if (with_cudnn)
         e.push_back([&](cudaStream_t st) {
           baselines::cudnn().launch(buf.x(), buf.y(), s.rows, s.cols, st);
@@ -192,13 +192,13 @@ int main(int argc, char** argv) {
       const std::vector<softmax::Timing> t =
           timer.time_interleaved(e, iters > 0 ? iters : softmax::sweep_runs(s.rows, s.cols));
       r.memcpy_us = t[0].median_ms * 1e3;
-      r.step07_us = t[1].median_ms * 1e3;
-      r.step08_us = t[2].median_ms * 1e3;
+      r.lesson_us = t[1].median_ms * 1e3;
+      r.library_us = t[2].median_ms * 1e3;
       if (with_cudnn) r.cudnn_us = t[3].median_ms * 1e3;
       std::printf("%9d %8d %9.2f %8.3f %8.3f %8s %8s %9s  %s\n", s.rows, s.cols, r.memcpy_us,
-                  r.memcpy_us / r.step07_us, r.memcpy_us / r.step08_us,
+                  r.memcpy_us / r.lesson_us, r.memcpy_us / r.library_us,
                   cell(r.cudnn_us ? r.memcpy_us / *r.cudnn_us : NAN).c_str(),
-                  cell(r.cudnn_us ? *r.cudnn_us / r.step08_us : NAN).c_str(),
+                  cell(r.cudnn_us ? *r.cudnn_us / r.library_us : NAN).c_str(),
                   r.verified.c_str(), r.plan.c_str());
       std::fflush(stdout);
       rows.push_back(r);
@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
   const std::string runs_text =
       iters > 0 ? std::to_string(iters) + " launches" : std::string(softmax::kSweepRunsRule);
   std::printf("\nratios: to a memcpy of the same bytes timed in the same rounds (median of %s); "
-              "08/cuDNN: cuDNN's median time over step08's (> 1: step08 faster)\n",
+              "lib/cuDNN: cuDNN's median time over the library's (> 1: the library faster)\n",
               runs_text.c_str());
   if (failed > 0) {
     std::fprintf(stderr, "%s: %d shape(s) FAILED verification; no JSON written\n", argv[0],
@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
       .field("driver", dev.kernel_driver)
       .field("runtime_cuda", dev.runtime_string())
       .end_object();
-  j.field("cluster_fit", step08_cluster::cluster_fit_report());
+  j.field("cluster_fit", fastsoftmax::detail::cluster_fit_report());
   j.field("seed", static_cast<long long>(seed));
   j.field("drawn", count);
   j.field("iters", runs_text);
@@ -244,8 +244,8 @@ int main(int argc, char** argv) {
         .field("plan", r.plan)
         .field("verified", r.verified)
         .field("memcpy_us", r.memcpy_us)
-        .field("step07_us", r.step07_us)
-        .field("step08_us", r.step08_us);
+        .field("step08_us", r.lesson_us)
+        .field("fastsoftmax_us", r.library_us);
     if (r.cudnn_us) j.field("cudnn_us", *r.cudnn_us);
     j.end_object();
   }

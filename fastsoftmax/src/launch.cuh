@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// step08_cluster, host side: what the launcher knows about the device, and the persistent grid.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+
+#include "check.h"
+#include "long_rows.cuh"
+#include "plan_record.h"
+
+namespace fastsoftmax::detail {
+
+using KernelFn = void (*)(const float*, float*, int, int);
+
+struct DeviceInfo {
+  int sms = 0;
+  int cache_bytes = 0;      // the dynamic shared memory path (d) may use (allow_cache_bytes)
+  int64_t cache_slots = 0;  // the most slots path (d) holds in shared memory
+  int64_t pair_slots = 0;   // the most slots at which two blocks of (d) fit an SM's shared memory
+  double peak_bytes_per_ns = 0;  // DRAM's theoretical peak: 2 (DDR) * clock * bus width
+};
+
+// Looked up once per device. Path (d) may use all the opt-in shared memory (the default cap is
+// 48 KB) beside its static arrays; softmax.cu allows it (allow_cache_bytes), on the kernel it
+// launches.
+inline const DeviceInfo& device_info() {
+  static std::mutex mutex;
+  static std::unordered_map<int, DeviceInfo> info_by_device;  // references stay valid
+  int device = 0;
+  FS_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = info_by_device.find(device);
+  if (found != info_by_device.end()) return found->second;
+
+  DeviceInfo info;
+  FS_CHECK(cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, device));
+  int optin_bytes = 0;
+  FS_CHECK(cudaDeviceGetAttribute(&optin_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attributes{};
+  const KernelFn smem_kernel = smem_block_kernel<kLongRowThreads>;
+  FS_CHECK(cudaFuncGetAttributes(&attributes, smem_kernel));
+  info.cache_bytes = optin_bytes - static_cast<int>(attributes.sharedSizeBytes);
+  // 8 slots fewer than fit: smem_block_kernel may start a row up to 8 slots in.
+  info.cache_slots = info.cache_bytes / static_cast<int>(sizeof(float4)) - 8;
+  // Two blocks an SM: each takes its dynamic bytes ((slots + 8) float4), its static arrays and
+  // the bytes the driver reserves per block, from the SM's shared memory.
+  int sm_bytes = 0, reserved_bytes = 0;
+  FS_CHECK(
+      cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  FS_CHECK(
+      cudaDeviceGetAttribute(&reserved_bytes, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  const int pair_bytes =
+      sm_bytes / 2 - reserved_bytes - static_cast<int>(attributes.sharedSizeBytes);
+  info.pair_slots = std::min<int64_t>(info.cache_slots,
+                                      pair_bytes / static_cast<int>(sizeof(float4)) - 8);
+  int clock_khz = 0, bus_bits = 0;
+  FS_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
+  FS_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+  info.peak_bytes_per_ns = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;  // GB/s = bytes per ns
+  return info_by_device.emplace(device, info).first->second;
+}
+
+// Whether a rows x cols matrix is small enough that paths (a) and (b) do better loading it all at
+// once, a row per group, than with the persistent grid's second round of rows in flight: under
+// 31 KB of input an SM (4.19 MB on the 132 SMs of an H100 or H200, just under 4096x256's 4 MiB).
+// Measured (docs/notes/step08.md, change 17): one row per group ahead or level at 3.1-3.3 MB and
+// below (8192x100 on both GPUs, 3072x256 on the H200), the persistent grid ahead at 4.2 MB
+// (4096x256) on both; at N = 100 one row per group stayed ahead to 6.6 MB. A first version took
+// what DRAM delivers in a microsecond (3.35 MB on the H100, 4.8 MB on the H200); on the H200 that
+// put 4096x256 behind the persistent grid by 0.2 us.
+inline bool latency_bound(int rows, int cols) {
+  constexpr int64_t kBytesPerSm = 31 * 1024;
+  return int64_t(rows) * cols * int64_t(sizeof(float)) < kBytesPerSm * device_info().sms;
+}
+
+// Resident blocks per SM from the occupancy calculator, cached per device, kernel, block size and
+// dynamic shared memory (the answer depends on nothing else).
+template <typename Kernel>
+int blocks_per_sm(Kernel kernel, int threads, size_t smem_bytes) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, const void*, int, size_t>, int> cache;
+  int device = 0;
+  FS_CHECK(cudaGetDevice(&device));
+  const auto key =
+      std::make_tuple(device, reinterpret_cast<const void*>(kernel), threads, smem_bytes);
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = cache.find(key);
+  if (found != cache.end()) return found->second;
+  int blocks = 0;
+  FS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem_bytes));
+  cache.emplace(key, blocks);
+  return blocks;
+}
+
+// The persistent launch: at most as many blocks as the GPU holds at once, balanced so that every
+// block gets the same number of rounds (4096 rows on 132 resident blocks would give 4 blocks a
+// 32nd row while 128 idle; 128 blocks of 32 rows each finish together), with at least
+// `min_rounds` rounds per block. `work_blocks` is how many blocks one round of all rows takes.
+inline void launch_persistent(KernelFn kernel, int threads, size_t smem_bytes, int64_t work_blocks,
+                              const float* x, float* y, int rows, int cols, cudaStream_t stream,
+                              int64_t min_rounds = 1) {
+  const int per_sm = std::max(1, blocks_per_sm(kernel, threads, smem_bytes));
+  const int64_t resident = int64_t(device_info().sms) * per_sm;
+  const int64_t rounds = std::max((work_blocks + resident - 1) / resident, min_rounds);
+  const auto blocks = static_cast<unsigned>((work_blocks + rounds - 1) / rounds);
+  if (recorded(blocks, threads, smem_bytes)) return;
+  kernel<<<blocks, threads, smem_bytes, stream>>>(x, y, rows, cols);
+  FS_CHECK_LAUNCH();
+}
+
+}  // namespace fastsoftmax::detail

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+// step08_cluster, paths (g) and (h): one row split over several CTAs, each on its own SM.
+//
+// A row of N floats is cut into K parts, one per CTA. CTA k holds body slots [k*chunk,
+// (k+1)*chunk) of the row in registers (512 threads, kPacks float4 each); part 0 also holds the
+// head and part K-1 the tail (row_split.cuh). Every element is read once and written once:
+//
+//   row:    | h | part 0 slots     | part 1 slots     | ... | part K-1 slots | t |
+//             CTA 0               CTA 1                     CTA K-1
+//   each CTA: its (max, sum) pair -> exchange the K pairs -> the row's (max, sum) -> scale, store
+//
+// The K CTAs of a row agree on the row's max and sum with one exchange of (max, sum) pairs: each
+// CTA reduces its part to a pair against its own max, publishes it, and after a barrier reads all
+// K pairs and merges them (reduce.cuh's merge: the online-softmax rescaling). One barrier across
+// SMs per row. Where the pairs live is the difference between the two paths:
+//
+//   (g) a thread block cluster (sm_90): the K = 2..16 CTAs are co-scheduled on one GPC; each
+//       stores its pair into every CTA's shared memory (distributed shared memory, st.async) and
+//       each waits on its own transaction barrier (mbarrier) until all K pairs have landed.
+//   (h) a group of K CTAs of a cooperative grid (any K): pairs in global memory. Where a group
+//       takes at most four rows, or at most three groups fit, each pair is stored as two tagged
+//       words that the K CTAs read until every tag is the row's (TaggedExchange); else behind a
+//       counter in global memory that the last CTA to arrive resets (GridExchange). Cooperative
+//       launch guarantees every CTA is resident, so a CTA spinning on the words or the counter
+//       cannot keep the one it waits for from running.
+//
+// Both loop over rows: a cluster or group takes rows g, g + groups, ... (g) on many rows is
+// launched with a cluster per two rows, far more than fit at once (split.cu). While it reduces and
+// writes one row, the next row's part is already on its way into a shared-memory stage, from
+// which each thread moves its slots into registers when the row comes up. The DRAM reads of row
+// i+1 overlap the reductions, the exchange and the writes of row i. (g) fills the stage with one
+// bulk copy per row (cp.async.bulk, the copy engine; an mbarrier counts its bytes in): 0.95 of
+// memcpy at 2048x65536 where per-thread copies ran at 0.91 (docs/notes/step08.md, change 4).
+// (h) keeps the per-thread copies (cp.async, 16 bytes each, bypassing registers): with the bulk
+// copy it measured slower (0.78 against 0.91 at 512x262144; why is open).
+#pragma once
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda/atomic>
+#include <cuda_pipeline_primitives.h>
+
+#include <cstdint>
+
+#include "reduce.cuh"
+#include "row_split.cuh"
+#include "split_sizes.h"
+
+namespace fastsoftmax::detail {
+
+// Path (h)'s exchange area: a pair per CTA (two sets, by row parity) and a counter and a
+// generation per group. Zero at load; every barrier leaves its counter at zero again.
+__device__ float2 g_split_pairs[2][kMaxGridCtas];
+__device__ unsigned g_split_arrived[kMaxGridCtas];
+__device__ unsigned g_split_generation[kMaxGridCtas];
+
+// Which part of which rows this CTA takes: part `index` of `parts` (K) of rows group, group +
+// groups, ... (a cluster or a group of K CTAs per row; `group` < groups is also its number).
+struct Part {
+  int index, parts;
+  int64_t group, groups;
+  int first;  // the part's first body slot, in every row
+};
+
+// Part k of `parts`, where the launch gives each group `parts` consecutive CTAs.
+__device__ __forceinline__ Part part_of_block(int k, int parts, int chunk) {
+  return Part{k, parts, blockIdx.x / parts, gridDim.x / parts, k * chunk};
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// In a cluster launch: the CTA's rank in its cluster is its part, the cluster's size K.
+__device__ __forceinline__ Part cluster_part(int chunk) {
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  return part_of_block(static_cast<int>(cluster.block_rank()),
+                       static_cast<int>(cluster.num_blocks()), chunk);
+}
+#endif
+
+// The part of row `row` this CTA holds: its slots (count <= chunk, may be 0) and edges.
+template <bool kAligned = false>
+struct PartRowOf {
+  RowSplit<4, kAligned> r;
+  int count;
+  __device__ __forceinline__ PartRowOf(int lead, int64_t row, int cols, const Part& p, int chunk)
+      : r(lead, row, cols) {
+    count = max(0, min(chunk, r.body - p.first));
+  }
+};
+using PartRow = PartRowOf<false>;
+
+// A 16-byte asynchronous copy from global memory to shared memory (cp.async.cg: through L2 only),
+// to a shared-memory address (the 32-bit kind __cvta_generic_to_shared gives), issued only where
+// `in_row`: a predicate, not a branch. Written out because __pipeline_memcpy_async behind an `if`
+// made each copy a branch of its own, in which the compiler recomputed both full addresses: about
+// 30 instructions a copy where this takes one or two (docs/notes/step08.md, change 1).
+__device__ __forceinline__ void copy16_async(uint32_t to, const float4* from, bool in_row) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
+      " @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n" ::"r"(to),
+      "l"(from), "r"(int(in_row))
+      : "memory");
+}
+
+// Stores this thread's slots of a part (slot s = lined_slot(t, k) of `out`, those below `count`),
+// scaled by `factor`.
+template <int kPacks, int kThreads>
+__device__ __forceinline__ void store_part(float4* out, const float (&v)[kPacks][4], float factor,
+                                           int in_line, int count) {
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int s = lined_slot<kPacks, kThreads>(threadIdx.x, k, in_line);
+    if (s < count)
+      out[s] = make_float4(v[k][0] * factor, v[k][1] * factor, v[k][2] * factor,
+                           v[k][3] * factor);
+  }
+}
+
+// Issues this thread's copies of its slots of a row into `stage` (slot s = lined_slot(t, k) at
+// index line_shift + s), and loads its head or tail element (threads 0-2 of the first and last
+// part).
+template <int kPacks>
+__device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row, int rows,
+                                           int cols, const Part& p, int chunk, uint32_t stage,
+                                           float& edge) {
+  edge = -INFINITY;
+  if (row >= rows) return;
+  const PartRow pr(lead, row, cols, p, chunk);
+  const int t = threadIdx.x;
+  const float4* first = pr.r.body_of(x) + p.first;
+  const uint32_t to = stage + line_shift(first, stage) * uint32_t(sizeof(float4));
+  const int in_line = slot_in_line(first);
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int s = lined_slot<kPacks, kSplitThreads>(t, k, in_line);
+    copy16_async(to + s * uint32_t(sizeof(float4)), first + s, s < pr.count);
+  }
+  if (p.index == 0 && t < pr.r.head) edge = x[pr.r.start + t];
+  if (p.index == p.parts - 1 && t < pr.r.tail) edge = x[pr.r.start + pr.r.tail_at + t];
+}
+
+// The same part staged by the bulk-copy engine (path g): thread 0 tells the stage's barrier to
+// expect the part's bytes and issues one cp.async.bulk for all of them, in place of 512 threads'
+// kPacks copies each; threads 0-2 load the edges. The body starts on a 16-byte boundary and is
+// whole float4, as the bulk copy requires; it lands line_shift slots into the stage. A row past
+// the end issues nothing (no thread waits).
+template <int kPacks>
+__device__ __forceinline__ void fetch_part_bulk(const float* x, int lead, int64_t row, int rows,
+                                                int cols, const Part& p, int chunk,
+                                                uint32_t stage, uint32_t full, float& edge) {
+  edge = -INFINITY;
+  if (row >= rows) return;
+  const PartRow pr(lead, row, cols, p, chunk);
+  const int t = threadIdx.x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (t == 0) {
+    const uint32_t bytes = static_cast<uint32_t>(pr.count) * uint32_t(sizeof(float4));
+    const float4* first = pr.r.body_of(x) + p.first;
+    const uint32_t to = stage + line_shift(first, stage) * uint32_t(sizeof(float4));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(bytes)
+                 : "memory");
+    if (bytes != 0)
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+          ::"r"(to), "l"(first), "r"(bytes), "r"(full)
+          : "memory");
+  }
+#endif
+  if (p.index == 0 && t < pr.r.head) edge = x[pr.r.start + t];
+  if (p.index == p.parts - 1 && t < pr.r.tail) edge = x[pr.r.start + pr.r.tail_at + t];
+}
+
+// Spins until the mbarrier at `barrier` has completed the phase of parity `phase`.
+__device__ __forceinline__ void wait_parity(uint32_t barrier, uint32_t phase) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred ready;\n mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, ready;\n}\n"
+        : "=r"(done)
+        : "r"(barrier), "r"(phase)
+        : "memory");
+  } while (!done);
+#endif
+}
+
+}  // namespace fastsoftmax::detail
