@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::vector<softmax::Step> all = softmax::all_steps();
+  std::vector<softmax::Step> all = softmax::all_implementations();
   for (const softmax::Step& s : baselines::all()) all.push_back(s);
   const softmax::Step* step = nullptr;
   for (const softmax::Step& s : all)

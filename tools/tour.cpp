@@ -4,4 +4,4 @@
 #include "common/program.h"
 #include "common/step_table.h"
 
-int main(int argc, char** argv) { return softmax::tour_main(argc, argv, softmax::all_steps()); }
+int main(int argc, char** argv) { return softmax::tour_main(argc, argv, softmax::all_implementations()); }
