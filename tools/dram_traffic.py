@@ -238,7 +238,7 @@ def measure(args: argparse.Namespace) -> Dict[str, object]:
         steps = [s for s in args.steps.split(",") if s]
     else:
         steps = sorted(p.name for p in REPO_ROOT.glob("step[0-9][0-9]_*") if p.is_dir())
-        steps.append("unfused")
+        steps += ["fastsoftmax", "unfused"]
     first = probe(profile, steps[0])
     if first.returncode != 0:
         raise pr.ToolError(f"`{profile} {steps[0]} 1 1` failed ({first.returncode}):\n"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# What limits each step: Nsight Compute metrics for one launch of every step at each shape (default
+# What limits each step: Nsight Compute metrics for one launch of every step and the library at
+# each shape (default
 # 4096x1024, 4096x4096 and 4096x16384, the staircase's row lengths): duration, DRAM and SM
 # throughput (% of peak), warp instructions executed, issue slots busy, achieved occupancy, the
 # launch's registers, block and grid size, and the warp stall reasons (cycles a warp spends
@@ -34,8 +35,7 @@ trap 'rm -f "$tmp"' EXIT
   echo "# command: tools/profile_limits.sh ${shapes[*]}  (ncu --clock-control none --metrics $metrics,$stalls)"
   echo "step,shape,kernel,metric,unit,value"
   for shape in "${shapes[@]}"; do
-    for dir in step[0-9][0-9]_*/; do
-      step=${dir%/}
+    for step in $(ls -d step[0-9][0-9]_*/ | tr -d /) fastsoftmax; do
       "$ncu" --clock-control none --csv --print-units base --metrics "$metrics,$stalls" \
         build/softmax_profile "$step" "${shape%x*}" "${shape#*x}" >"$tmp" 2>&1 ||
         { echo "ncu failed on $step $shape" >&2; tail -5 "$tmp" >&2; exit 1; }

@@ -11,15 +11,17 @@
 #                 tables; same as SOFTMAX_WITH_DRAM=1
 #   --with-torch  also time torch.softmax (tools/torch_softmax_bench.py) and overlay it on the
 #                 bandwidth chart; same as SOFTMAX_WITH_TORCH=1
-#   --second-gpu  a GPU other than the one the chapters quote (the repository's is an H100): the
+#   --second-gpu  a GPU other than the one the chapters quote (the repository's is an H200): the
 #                 JSON files and the charts (docs/img/*_<gpu>.png) are written beside the main
 #                 ones, and of the tables only the cross-GPU table (gpu-table) is rewritten
 #
 # Results go to docs/results/bench_<gpu>.json and shape_scan_<gpu>.json, <gpu> from nvidia-smi's
-# name ("h100" for "NVIDIA H100 80GB HBM3"); SOFTMAX_GPU_SLUG=name overrides it. Each JSON records the GPU, driver, CUDA
+# name ("h200" for "NVIDIA H200"); SOFTMAX_GPU_SLUG=name overrides it. Each JSON records the GPU, driver, CUDA
 # versions, the commit (with -dirty when the sources differ from it) and this command. The GPU's
 # clocks, temperatures and power during the benchmark go to docs/results/gpu_clocks_<gpu>.csv
 # (nvidia-smi, a sample every 5 seconds; summarised by tools/clock_summary.py).
+# SOFTMAX_BASELINE=FILE: a benchmark JSON of an earlier run that the library must not fall below
+# (bench_summary.py --baseline); its verdict goes to docs/results/bench_summary_<gpu>.txt.
 # Exit codes: 0 done; 77 no GPU (nothing was built or run); anything else, the step that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +35,7 @@ for arg in "$@"; do
     --with-dram) with_dram=1; command_line+=" --with-dram" ;;
     --with-torch) with_torch=1; command_line+=" --with-torch" ;;
     --second-gpu) second_gpu=1; command_line+=" --second-gpu" ;;
-    -h|--help) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reproduce.sh: unknown option '$arg' (see tools/reproduce.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -157,8 +159,8 @@ plot_args=()
 [ "$second_gpu" = 1 ] && plot_args=(--second-gpu)
 python3 tools/plot_results.py "$bench_json" ${extra[@]+"${extra[@]}"} ${plot_args[@]+"${plot_args[@]}"}
 
-# 7. The final step on shapes drawn at random away from the sweeps (tools/shape_scan.cpp), beside
-#    step07, cuDNN and memcpy: its tables in docs/step08_cluster.md (the main GPU only).
+# 7. The library on shapes drawn at random away from the sweeps (tools/shape_scan.cpp), beside the
+#    final lesson, cuDNN and memcpy: its tables in docs/library.md (the main GPU only).
 say "shape scan (build/softmax_shape_scan, about a minute)"
 scan_json=$results/shape_scan_$slug.json
 # The scan writes its JSON only when every shape verified, so a failed run leaves the last one.
@@ -172,15 +174,18 @@ if [ "$with_dram" = 1 ]; then
   [ "$second_gpu" = 1 ] && dram_args=(--no-tables)
   python3 tools/dram_traffic.py --ncu "$ncu" --out "$dram_json" --commit "$commit" \
     --command "$command_line" ${dram_args[@]+"${dram_args[@]}"}
-  # step08's split paths and step07 at long and few-row shapes (chapter 08's table).
-  python3 tools/dram_traffic.py --ncu "$ncu" --out "$results/dram_traffic_step08_$slug.json" \
-    --steps step08_cluster,step07_persistent \
-    --shapes 2048x65536,512x262147,64x262144,8x1048576,1x1048576 --commit "$commit" \
-    --command "$command_line" ${dram_args[@]+"${dram_args[@]}"}
   say "what limits each step (tools/profile_limits.sh, Nsight Compute)"
   NCU="$ncu" tools/profile_limits.sh
   [ "$second_gpu" = 1 ] || python3 tools/limits_table.py "$results/ncu_limits_$slug.csv"
 fi
+
+# 9. The verdict on the floors and tolerances (tools/bench_summary.py), from the files just written.
+say "verdict (tools/bench_summary.py)"
+summary_args=(--scan "$scan_json")
+[ "$with_torch" = 1 ] && summary_args+=(--extra "$torch_json")
+[ -n "${SOFTMAX_BASELINE:-}" ] && summary_args+=(--baseline "$SOFTMAX_BASELINE")
+python3 tools/bench_summary.py "$bench_json" "${summary_args[@]}" \
+  | tee "$results/bench_summary_$slug.txt" || true
 
 say "done"
 echo "  benchmark JSON:  $bench_json"

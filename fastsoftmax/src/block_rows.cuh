@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// step08_cluster, path (c): a block per row, the row in registers.
+// fastsoftmax: `block`, a block a row, the row in registers (docs/library.md, "Rows of a warp or
+// a block").
 //
-// Path (b) a block wide: thread t holds body slots t, t + kThreads, t + 2*kThreads, ... (kPacks
+// `warp` a block wide: thread t holds body slots t, t + kThreads, t + 2*kThreads, ... (kPacks
 // float4), and threads 0-2 the head and tail elements, loaded straight from global memory, all
 // before any is used; then the row's max, one exp per element against it, the row's sum (each a
 // block_all_reduce: shuffles, one value per warp through shared memory, one barrier), the store. No
@@ -11,9 +12,9 @@
 // its last load to its stores, and the chain is the kernel's tail. There each warp takes its own
 // pair instead (its max by one redux.sync, exps against it, its sum by a butterfly), one pair a
 // warp goes through shared memory behind one barrier, and every thread merges the pairs and
-// scales its exps by the factor onto the row's max and sum. Measured (docs/notes/step08.md,
-// change 25): 128x4096 5.22-5.31 us against 5.34-5.54, but up to 3% slower on the 4096-row grid
-// at 1.3K-8K columns, where blocks overlap (each thread also takes one exp per warp to merge).
+// scales its exps by the factor onto the row's max and sum: 128x4096 5.22-5.31 us against
+// 5.34-5.54 (H100), but up to 3% slower on 4096 rows of 1.3K-8K columns, where blocks overlap
+// (each thread also takes one exp per warp to merge).
 #pragma once
 
 #include <cstdint>
@@ -23,10 +24,9 @@
 
 namespace fastsoftmax::detail {
 
-// Launched one block per row, not as a persistent grid: measured, the hardware's block scheduler,
-// which hands an SM a new row as soon as one of its blocks finishes, beat a persistent grid that
-// deals rows out in a fixed order by 3-6% at 4K-16K columns (docs/notes/step07.md, change 7).
-// The loop still makes any grid correct.
+// Launched one block a row, not as a persistent grid: the hardware's block scheduler, which hands
+// an SM a new row as soon as one of its blocks finishes, beat a persistent grid that deals rows
+// out in a fixed order by 3-6% at 4K-16K columns (H100). The loop still makes any grid correct.
 // kAligned: every row starts on a 16-byte boundary and N % 4 == 0 (no head or tail).
 // kOneBarrier: the chain of one barrier (see the header), for at most one row an SM.
 template <int kThreads, int kPacks, bool kAligned, bool kOneBarrier = false>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// step08_cluster, host side: what the launcher knows about the device, and the persistent grid.
+// fastsoftmax, host side: what the launchers know about the device, and the persistent grid
+// (docs/library.md, "The persistent grid and waves").
 #pragma once
 
 #include <algorithm>
@@ -19,15 +20,15 @@ using KernelFn = void (*)(const float*, float*, int, int);
 
 struct DeviceInfo {
   int sms = 0;
-  int cache_bytes = 0;      // the dynamic shared memory path (d) may use (allow_cache_bytes)
-  int64_t cache_slots = 0;  // the most slots path (d) holds in shared memory
-  int64_t pair_slots = 0;   // the most slots at which two blocks of (d) fit an SM's shared memory
+  int cache_bytes = 0;      // the dynamic shared memory smem_block may use (allow_cache_bytes)
+  int64_t cache_slots = 0;  // the most slots smem_block holds in shared memory
+  int64_t pair_slots = 0;   // the most slots at which two smem_block blocks fit an SM
   double peak_bytes_per_ns = 0;  // DRAM's theoretical peak: 2 (DDR) * clock * bus width
 };
 
-// Looked up once per device. Path (d) may use all the opt-in shared memory (the default cap is
-// 48 KB) beside its static arrays; softmax.cu allows it (allow_cache_bytes), on the kernel it
-// launches.
+// Looked up once a device. `smem_block` may use all the opt-in shared memory (the default cap is
+// 48 KB) beside its static arrays; row_launchers.cuh's allow_cache_bytes allows it, on the kernel
+// it launches.
 inline const DeviceInfo& device_info() {
   static std::mutex mutex;
   static std::unordered_map<int, DeviceInfo> info_by_device;  // references stay valid
@@ -65,14 +66,12 @@ inline const DeviceInfo& device_info() {
   return info_by_device.emplace(device, info).first->second;
 }
 
-// Whether a rows x cols matrix is small enough that paths (a) and (b) do better loading it all at
-// once, a row per group, than with the persistent grid's second round of rows in flight: under
-// 31 KB of input an SM (4.19 MB on the 132 SMs of an H100 or H200, just under 4096x256's 4 MiB).
-// Measured (docs/notes/step08.md, change 17): one row per group ahead or level at 3.1-3.3 MB and
-// below (8192x100 on both GPUs, 3072x256 on the H200), the persistent grid ahead at 4.2 MB
-// (4096x256) on both; at N = 100 one row per group stayed ahead to 6.6 MB. A first version took
-// what DRAM delivers in a microsecond (3.35 MB on the H100, 4.8 MB on the H200); on the H200 that
-// put 4096x256 behind the persistent grid by 0.2 us.
+// Whether a rows x cols matrix is small enough that `sub_warp` and `warp` do better loading it
+// all at once, a row a group, than with the persistent grid's second round of rows in flight:
+// under 31 KB of input an SM (4.19 MB on the 132 SMs of an H100 or H200, just under 4096x256's
+// 4 MiB). One row a group was ahead or level at 3.1-3.3 MB and below on both GPUs, the persistent
+// grid ahead at 4096x256. A bound in what DRAM delivers in a microsecond (4.8 MB on the H200) put
+// 4096x256 on the wrong side there by 0.2 us, so the bound counts bytes an SM.
 inline bool latency_bound(int rows, int cols) {
   constexpr int64_t kBytesPerSm = 31 * 1024;
   return int64_t(rows) * cols * int64_t(sizeof(float)) < kBytesPerSm * device_info().sms;

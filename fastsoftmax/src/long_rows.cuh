@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// step08_cluster, paths (d) and (e): rows longer than a block holds in registers.
+// fastsoftmax: `smem_block`, `two_pass` and `two_pass_scalar`, the lessons' paths for rows longer
+// than a block holds in registers, kept as fallbacks (docs/library.md, "Fallbacks").
 //
-// Not tuned: rows past 16K columns are the next step's subject. (d) keeps the row in shared
-// memory and reads DRAM once; (e), for rows too long even for that, reads the row twice. Both are
-// persistent (grid-stride over rows): (d) copies all of a thread's slots by cp.async before using
-// any, (e) loads kBatch slots per thread before using any.
+// Barely tuned (only the row's line offset): with clusters, the split paths (split.h) take most
+// long rows. `smem_block` keeps the row in shared memory and reads DRAM once; `two_pass`, for rows
+// too long even for that, reads the row twice. Both are persistent (grid-stride over rows):
+// `smem_block` copies all of a thread's slots by cp.async before using any, `two_pass` loads
+// kBatch slots a thread before using any.
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
@@ -19,12 +21,13 @@ namespace fastsoftmax::detail {
 constexpr int kBatch = 8;
 constexpr int kLongRowThreads = 512;
 
-// Path (d): a block per row, the row's body cached in shared memory (dynamic, 16 bytes a slot),
+// `smem_block`: a block a row, the row's body cached in shared memory (dynamic, 16 bytes a slot),
 // its head and tail in the registers of threads 0-2. Thread t writes and reads back only its own
 // slots t, t + kThreads, ..., so the cache needs no barrier between rows as long as rows start at
-// the same place in it; the one barrier per row is the (max, sum) reduction's. Rows start at
-// line_shift (row_split.cuh), which changes between rows whose starts differ modulo 128 bytes; where
-// it changes, a barrier first waits until every thread has read the last row.
+// the same place in it; the one barrier a row is the (max, sum) reduction's. Rows start at
+// line_shift (row_split.cuh: 4096x32771 from 0.87 to 0.91 of memcpy, H100), which changes between
+// rows whose starts differ modulo 128 bytes; where it changes, a barrier first waits until every
+// thread has read the last row.
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads)
     smem_block_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
@@ -80,11 +83,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Path (e), and the fallback (f) for x and y of different alignment (kVec = 1, no head or tail):
-// a block per row in two passes over global memory. Pass 1 folds each batch into an online
-// (max, sum): the batch max, the batch sum against it, one merge (two rescaling exps per batch,
-// not per element). Pass 2 reads the row again (from L2 when it is still there), normalises and
-// stores.
+// `two_pass`, and `two_pass_scalar` for x and y of different offsets within 16 bytes (kVec = 1,
+// no head or tail): a block a row in two passes over global memory. Pass 1 folds each batch into
+// an online (max, sum): the batch max, the batch sum against it, one merge (two rescaling exps
+// per batch, not per element). Pass 2 reads the row again (from L2 when it is still there),
+// normalises and stores.
 template <int kThreads, int kVec>
 __global__ void __launch_bounds__(kThreads)
     two_pass_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {

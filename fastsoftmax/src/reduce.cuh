@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// step08_cluster: the exponential and the reductions every mapping shares.
+// fastsoftmax: the exponential, the merge and the reductions every path shares (docs/library.md,
+// "The exponential and the merge").
 #pragma once
 
 #include <cmath>
@@ -15,8 +16,8 @@ constexpr unsigned kFullMask = 0xffffffffu;
 // subnormal results: here a result under 2^-126 (x < -87.3) comes out 0, which no tolerance can
 // see. The CUDA programming guide bounds __expf's error by 2 + 1.17*|x| ulp: under 1e-6 relative
 // where exp(x - max) >= 1e-3 and under 7e-6 down to x - max = -100, inside the 1e-5 tolerance.
-// -inf gives 0 and NaN stays NaN. The exponential was the largest single gain of the tuning
-// (docs/notes/step07.md, change 3); dropping the subnormal fix-up is change 17.
+// -inf gives 0 and NaN stays NaN. With the packs sized to the row, this exponential was the
+// largest single gain of the tuning (4096x2176 from 0.73 to 0.90 of memcpy, H100).
 __device__ __forceinline__ float exp_(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
@@ -24,7 +25,7 @@ __device__ __forceinline__ float exp_(float x) {
 }
 
 // 1 / s from the special-function unit (rcp.approx.ftz: within 1 ulp), one instruction where
-// 1.f / s costs a reciprocal, two FMAs and a branch to a slow path (change 17). A row's sum is 0
+// 1.f / s costs a reciprocal, two FMAs and a branch to a slow path. A row's sum is 0
 // (only -inf), at least 1, +inf or NaN, never subnormal: 1/0 = +inf, 1/inf = 0, NaN stays NaN,
 // as with the division.
 __device__ __forceinline__ float reciprocal(float s) {

@@ -18,7 +18,8 @@
 
 namespace fastsoftmax::detail {
 
-// Path (a)/(b) with a block per group of rows, one row per group, and no persistent grid.
+// `sub_warp`, `half_warp` or `warp` as plain blocks: one row a group, no persistent grid, the
+// hardware's scheduler dealing the blocks out.
 template <int kGroup, int kPacks, bool kAligned>
 void launch_one_row_per_group(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   const auto one_row = warp_rows_kernel<kGroup, kPacks, false, kAligned>;
@@ -30,16 +31,13 @@ void launch_one_row_per_group(const float* x, float* y, int rows, int cols, cuda
   FS_CHECK_LAUNCH();
 }
 
-// (a) and (b). A matrix of many waves of blocks (many_waves) gets a block per group of rows, one
-// row per group, and the hardware's block scheduler (as path c); so does a matrix of under 31 KB
-// an SM (latency_bound), where a second round of rows per block only lengthens the chain
-// (docs/notes/step08.md, change 17: on the H100 100x100 4.13 us against 4.58-4.61, 2048x256
-// 5.12-5.17 against 5.47; level at 8192x100, behind at 4096x256).
-// The rest a persistent grid where, for whole warps at every slot count but 4, the next row is
-// in flight (see the header). At 4 slots a lane unaligned rows have it in flight too from 0.9
-// waves of blocks: 2-5% faster than without from 0.97 to 1.29 waves (6144-8192 rows of 450 and
-// 509 floats), mixed at 0.81 (5120 rows: 3% faster at 509, 1.5% slower at 450), 1-1.5% slower
-// at 0.65 (4096 rows; change 23).
+// `sub_warp` and `warp` (docs/library.md, "The persistent grid and waves"). One row a group, no
+// persistent grid, on many waves of blocks (many_waves: the hardware's scheduler balances them
+// better than a fixed order) and under 31 KB of input an SM (latency_bound: a second round of
+// rows only lengthens the chain; H100, 100x100 4.13 us against 4.58-4.61). Otherwise a
+// persistent grid; a warp a row keeps its next row in flight there (warp_rows.cuh) at every pack
+// count but 4. At 4 float4 a lane, unaligned rows keep it too from 0.9 waves: 2-5% faster at
+// 0.97-1.29 waves (6144-8192 rows of 450-509 floats), mixed at 0.81, 1-1.5% slower at 0.65.
 template <int kGroup, int kPacks, bool kAligned>
 void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   constexpr bool kWarp = kGroup == kWarpSize;
@@ -59,12 +57,11 @@ void launch_warp_rows(const float* x, float* y, int rows, int cols, cudaStream_t
                     work_blocks, x, y, rows, cols, stream, kNextInFlight ? 2 : 1);
 }
 
-// (a): one slot a lane, in groups of the smallest power of two of lanes that holds the row. On
-// matrices of 1.5 waves of such blocks or more, rows of 5-32 slots take 2 or 4 slots a lane in
-// groups of 4 or 8 lanes instead: a half to a quarter of the blocks, 32-64 bytes a lane in
-// flight, and 1-2 fewer shuffle rounds per reduction (docs/notes/step07.md, change 18: 65536x128
-// 1.02 of memcpy against 0.99, 65536x64 0.99 against 0.98; at 8192x128, under one wave, one
-// float4 a lane stayed ahead, 0.94-0.95 against 0.92-0.93).
+// `sub_warp`: one float4 a lane, in groups of the fewest lanes (a power of two) that hold the
+// row. From 1.5 waves of such blocks, rows of 5-32 slots take 2 or 4 float4 a lane in groups of
+// 4 or 8 lanes instead: a half to a quarter of the blocks, 32-64 bytes a lane in flight and 1-2
+// fewer shuffle rounds (65536x128 1.02 of memcpy against 0.99). Under one wave one float4 a lane
+// stays ahead (8192x128 0.94-0.95 against 0.92-0.93). (docs/library.md, "Short rows")
 template <bool kAligned>
 void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols,
                      cudaStream_t stream) {
@@ -86,14 +83,13 @@ void launch_sub_warp(int64_t slots, const float* x, float* y, int rows, int cols
   return launch_warp_rows<32, 1, kAligned>(x, y, rows, cols, stream);
 }
 
-// (a1): one float4 slot (four rows) a thread, a block per 256 slots, no persistent grid. Measured
-// against 2, 4 and 8 slots a thread, which gave fewer blocks: level or behind at every size from 1
-// to 67M rows, by up to 0.18 of memcpy on small matrices (docs/notes/step08.md, change 18).
-// (a2), rows of two floats on an 8-byte boundary, the same way: two rows a slot (change 43;
-// takes_pairs in tile_plan.h says which).
+// `single` (kCols = 1, four rows a float4) and `pairs` (kCols = 2, two rows a float4; takes_pairs
+// in tile_plan.h says when): one float4 a thread, a block per 256, no persistent grid. Fewer,
+// fuller threads (2, 4 or 8 float4 each) were level or behind at every size from 1 to 67M rows,
+// by up to 0.18 of memcpy on small matrices. (docs/library.md, "Short rows")
 template <int kCols>
 void launch_single(const float* x, float* y, int rows, cudaStream_t stream) {
-  // The body has at most this many (rows * kCols - head) / 4 slots.
+  // At least the body's (rows * kCols - head) / 4 slots.
   const int64_t slots = int64_t(rows) * kCols / 4 + 1;
   const int64_t blocks = (slots + kSingleThreads - 1) / kSingleThreads;
   if (recording()) name_kernel("single_rows: " + std::to_string(4 / kCols) + " rows a float4");
@@ -103,9 +99,9 @@ void launch_single(const float* x, float* y, int rows, cudaStream_t stream) {
   FS_CHECK_LAUNCH();
 }
 
-// (b4): a warp per row, ceil(N / 32) floats a lane in 4-byte accesses, one row a warp, no
+// `strided`: a warp a row, ceil(N / 32) floats a lane in 4-byte accesses, one row a warp, no
 // persistent grid (warp_rows.cuh says why).
-void launch_strided(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+inline void launch_strided(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   constexpr int kWarpsPerBlock = kWarpThreads / kWarpSize;
   const int64_t blocks = (int64_t(rows) + kWarpsPerBlock - 1) / kWarpsPerBlock;
   with_packs<2, kStridedMaxPer>((cols + kWarpSize - 1) / kWarpSize, [&](auto p) {
@@ -118,8 +114,8 @@ void launch_strided(const float* x, float* y, int rows, int cols, cudaStream_t s
   });
 }
 
-// (a'): one tile of rows per block, kGroup lanes per row, kPerLane = ceil(N / kGroup) elements
-// a lane (the kernel relies on it being exact).
+// `tiles`: one tile of rows a block, kGroup lanes a row, kPerLane = ceil(N / kGroup) floats a
+// lane (the kernel relies on it being exact).
 template <int kGroup, int kPerLane>
 void launch_tile(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   const int per_tile = tile_rows(cols, kGroup);
@@ -132,7 +128,7 @@ void launch_tile(const float* x, float* y, int rows, int cols, cudaStream_t stre
   FS_CHECK_LAUNCH();
 }
 
-// (a') for rows of kGroup*(kLo-1)+1 .. kGroup*kHi floats: kPerLane = ceil(N / kGroup).
+// `tiles` for rows of kGroup*(kLo-1)+1 .. kGroup*kHi floats: kPerLane = ceil(N / kGroup).
 template <int kGroup, int kLo, int kHi>
 void launch_tiles(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   with_packs<kLo, kHi>((cols + kGroup - 1) / kGroup, [&](auto p) {
@@ -140,14 +136,13 @@ void launch_tiles(const float* x, float* y, int rows, int cols, cudaStream_t str
   });
 }
 
-// (c): kPacks slots per thread, just enough to cover the row (padding slots would cost exps).
-// Blocks of 128 threads with at most one row an SM take the chain of one barrier (block_rows.cuh;
-// with more rows it measured 1-3% slower, change 25), except unaligned rows of 8-10 slots a
-// thread (about 3.6K-5.1K floats; timed at 3841-5003): there the one-barrier block measured
-// level with step07's two reductions or up to 3.3% behind at 2-132 rows, in all but one of 72
-// process-cells (change 39).
-// Rows of blocks of 256 (8K-16K floats) that few take the small clusters on sm_90 (split.cu), so
-// they keep one chain.
+// `block`: kPacks float4 a thread, just enough to cover the row (padding slots still cost
+// exponentials). With at most one row an SM, blocks of 128 take the one-barrier chain
+// (block_rows.cuh; on more rows it was 1-3% slower), but not on unaligned rows of 8-10 float4 a
+// thread (about 3.6K-5.1K floats), where it was level with the two reductions or up to 3.3%
+// behind at 2-132 rows. Blocks of 256 (rows of 8K-16K floats) have no one-barrier form: on sm_90
+// at most a row an SM of that length takes the small clusters instead (the split plan, split.h).
+// (docs/library.md, "Rows of a warp or a block")
 template <int kPacks, bool kAligned>
 constexpr bool one_barrier_packs() {
   return kAligned || kPacks < 8 || kPacks > 10;
@@ -178,13 +173,13 @@ void launch_register_block(int64_t slots, const float* x, float* y, int rows, in
   });
 }
 
-// (d) may use the shared memory device_info() counted, past the 48 KB default: set once per device
-// on `kernel` as this file launches it. The attribute belongs to the kernel that file's own
-// launches reach: when launch.cuh's device_info() set it, from whichever file first asked for the
-// device's facts, a process that had planned a split (split.cu) before its first path (d) launch
-// failed that launch with an invalid argument (tests/test_step08.cpp,
-// WithoutClustersServesEveryShape, now plans one first).
-void allow_cache_bytes(KernelFn kernel) {
+// `smem_block` may use the shared memory device_info() counted, past the 48 KB default: set once
+// a device, here, on `kernel` as this file launches it. The attribute belongs to the kernel as
+// the file that sets it reaches it: set in launch.cuh's device_info(), from whichever file first
+// asked for the device's facts, it missed this file's kernel in a process that had planned a
+// split first, and the first `smem_block` launch failed with an invalid argument
+// (tests/test_library_paths.cpp, WithoutClustersServesEveryShape, plans a split first).
+inline void allow_cache_bytes(KernelFn kernel) {
   static std::mutex mutex;
   static std::set<int> done;
   int device = 0;
@@ -195,7 +190,7 @@ void allow_cache_bytes(KernelFn kernel) {
   FS_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
-// (e) and (f): a block per row.
+// `two_pass` (kVec = 4) and `two_pass_scalar` (kVec = 1): a block a row, persistent.
 template <int kVec>
 void launch_two_pass(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
   if (recording()) name_kernel(kVec == 4 ? "two_pass: float4 accesses" : "two_pass: 4-byte accesses");
@@ -203,20 +198,20 @@ void launch_two_pass(const float* x, float* y, int rows, int cols, cudaStream_t 
                     cols, stream);
 }
 
-// (a)-(c): the row in registers. kAligned compiles the head and the tail out.
+// `sub_warp`, `warp` and `block`: the row in registers. kAligned compiles the head and tail out.
 template <bool kAligned>
 void launch_in_registers(int64_t slots, const float* x, float* y, int rows, int cols,
                          cudaStream_t stream) {
-  // (b) holds 9 slots a lane on aligned rows, 8 on others. Unaligned rows of 257-288 slots take
-  // (c) in blocks of 64 threads, 5 slots each: 0-0.03 of memcpy ahead of (b) on the H100,
-  // within 0.015 of it either way on the H200; blocks of 128 (3 slots each) were as fast on the
-  // H100 but 0.01-0.04 behind on the H200 (docs/notes/step08.md, change 14).
+  // `warp` holds up to 9 float4 a lane on aligned rows, 8 on others. Unaligned rows of 257-288
+  // slots take `block` in 64 threads of 5 float4: 0-0.03 of memcpy ahead of `warp` on the H100,
+  // within 0.015 either way on the H200, where blocks of 128 (3 float4 each) were 0.01-0.04
+  // behind. (docs/library.md, "Rows of a warp or a block")
   constexpr int kMaxPacks = kAligned ? kWarpMaxPacks : kWarpMaxPacks - 1;
-  if (slots <= kWarpSize) {  // (a)
+  if (slots <= kWarpSize) {  // sub_warp
     note("sub_warp", "rows of at most 32 float4: a group of 1-32 lanes a row, the row in registers");
     return launch_sub_warp<kAligned>(slots, x, y, rows, cols, stream);
   }
-  if (slots <= kWarpSize * kMaxPacks) {  // (b)
+  if (slots <= kWarpSize * kMaxPacks) {  // warp
     note("warp", "rows of 33-288 float4: a warp a row, 2-9 float4 a lane in registers");
     return with_packs<2, kMaxPacks>((slots + kWarpSize - 1) / kWarpSize, [&](auto p) {
       launch_warp_rows<kWarpSize, decltype(p)::value, kAligned>(x, y, rows, cols, stream);
@@ -224,7 +219,7 @@ void launch_in_registers(int64_t slots, const float* x, float* y, int rows, int 
   }
   note("block", "rows of up to 4096 float4 (16K floats): a block a row, in registers");
   if constexpr (!kAligned) {
-    if (slots <= kWarpSize * kWarpMaxPacks) {  // (c), 64 threads
+    if (slots <= kWarpSize * kWarpMaxPacks) {  // block, 64 threads
       if (recording()) name_kernel("register_block: 5 float4 a thread");
       if (recorded(rows, 64)) return;
       register_block_kernel<64, 5, false><<<rows, 64, 0, stream>>>(x, y, rows, cols);
@@ -234,7 +229,7 @@ void launch_in_registers(int64_t slots, const float* x, float* y, int rows, int 
   }
   if (slots <= 128 * 16)
     return launch_register_block<128, kAligned>(slots, x, y, rows, cols, stream);
-  launch_register_block<256, kAligned>(slots, x, y, rows, cols, stream);  // (c)
+  launch_register_block<256, kAligned>(slots, x, y, rows, cols, stream);  // block
 }
 
 }  // namespace fastsoftmax::detail

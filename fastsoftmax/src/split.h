@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// step08_cluster: the plan of a row split over several CTAs (paths g and h, split_rows.cuh), for
-// the launcher and for the tests and tools that run a given path and CTA count.
+// fastsoftmax: the plan of a row split over several CTAs (the paths `cluster`, `cluster_held`,
+// `grid` and `grid_held`), for the dispatcher and for the tests and tools that force a path and
+// a CTA count. docs/library.md, "Long rows: clusters" and "Few rows and very long rows: the grid".
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,13 +11,13 @@
 
 namespace fastsoftmax::detail {
 
-// kCluster: path (g); kGrid: path (h); kHeld: path (i), (h) with each CTA's part twice as long,
-// half of it held in shared memory; kClusterHeld: (g) with (i)'s parts, a cluster per row
-// (split_rows.cuh).
+// kCluster: `cluster` (in CTAs of 128 threads: the small clusters); kGrid: `grid`; kHeld:
+// `grid_held`, grid's groups with each CTA's part twice as long, half of it held in shared memory;
+// kClusterHeld: `cluster_held`, a cluster a row with grid_held's parts (split_kernels.cuh).
 enum class Split { kNone, kCluster, kGrid, kHeld, kClusterHeld };
 
 struct SplitPlan {
-  Split path = Split::kNone;  // kNone: the row is not split (one of step07's paths takes it)
+  Split path = Split::kNone;  // kNone: not split (a path of a block a row or less takes it)
   int parts = 0;              // K: CTAs per row (the cluster size for kCluster, kClusterHeld)
   int packs = 0;              // float4 slots per thread: 1, 2, 4 or 8 (for kHeld and
                               // kClusterHeld: in registers, and as many again in shared memory)
@@ -29,26 +30,26 @@ struct SplitPlan {
                               // or where at most 3 groups fit
   unsigned stagger_ns = 0;    // kCluster in CTAs of 128 threads: cluster g waits
   int64_t stage_groups = 0;   // (g / stage_groups) * stagger_ns before its loads (0 ns: none;
-                              // split.cu)
+                              // split_make.cu)
 };
 
 // Clusters can be used: the current device is sm_90 or later, and neither use_clusters(false)
 // nor the environment variable FASTSOFTMAX_NO_CLUSTERS (set, and not "0", at first use) has
 // turned them off. Without them every shape runs one of the paths that give a row one block.
 bool clusters_usable();
-// Tests: turns paths (g) and (h) off (or back on) for this process, to run the fallback.
+// Tests: turns every split path off (or back on) for this process, to run the fallbacks.
 void use_clusters(bool on);
 // One line for the program's output: whether clusters are used on this device, and why not.
 std::string cluster_report();
 
-// The launcher's choice for a rows x cols matrix (path kNone: not split).
+// The dispatcher's choice for a rows x cols matrix (path kNone: not split).
 SplitPlan plan_split(int rows, int cols);
-// A given path and K for rows x cols, as the launcher would size it. Throws Error (kInvalidArgument)
-// naming the reason when that split cannot run (K out of range, a part too long for 8 float4 per
-// thread, or 16 for kHeld and kClusterHeld, no clusters, not enough resident CTAs).
+// A given path and K for rows x cols, as the dispatcher would size it. Throws Error
+// (kInvalidArgument) naming the reason when that split cannot run (K out of range, a part too long
+// for 8 float4 per thread, or 16 for kHeld and kClusterHeld, no clusters, too few resident CTAs).
 // threads: 512, or 1024 for kHeld and kClusterHeld.
 SplitPlan make_split(Split path, int parts, int rows, int cols, int threads = 512);
-// Launches a plan from plan_split or make_split (x and y as the step's launcher checks them).
+// Launches a plan from plan_split or make_split (x and y as the dispatcher checks them).
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
                   cudaStream_t stream);
 // "cluster K=4 P=8 groups=62", for reports ("held" for kHeld, "cluster-held" for kClusterHeld;
@@ -59,7 +60,7 @@ std::string describe(const SplitPlan& plan);
 // 3, 4, 6, 8, 12, 16: "2:132 3:79 ..." (it depends on how the chip's SMs are grouped into GPCs);
 // or why there are none. For the benchmark's record.
 std::string cluster_fit_report();
-// Step07's path (d), a block of 512 threads per row holding it in shared memory (softmax.cu), at
+// `smem_block`, a block of 512 threads a row holding it in shared memory (long_rows.cuh), at
 // rows of `slots` float4: how many of its blocks fit an SM, by the runtime's occupancy
 // calculator; and the most slots at which plan_split counts two (from the device's shared memory
 // attributes). The test checks that the two agree on either side.

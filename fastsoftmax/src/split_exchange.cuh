@@ -10,9 +10,9 @@
 namespace fastsoftmax::detail {
 
 
-// What a CTA keeps in shared memory for the exchange of (g): the K pairs of a row, two sets by row
-// parity, and a transaction barrier (mbarrier) per set. (h) and (i) keep their row's merged pair
-// in pairs[parity][0].
+// What a CTA keeps in shared memory for a cluster's exchange: the K pairs of a row, two sets by row
+// parity, and a transaction barrier (mbarrier) per set. `grid` and `grid_held` keep their row's
+// merged pair in pairs[parity][0].
 struct ExchangeArea {
   float2 pairs[2][kMaxClusterCtas];
   unsigned long long arrived[2];
@@ -28,12 +28,12 @@ __device__ __forceinline__ uint32_t in_cta(uint32_t at, int rank) {
   return remote;
 }
 
-// The exchange of (g): every CTA sends its pair to all K CTAs of the cluster (itself included)
-// with st.async, a store into another CTA's shared memory that, once it lands, counts its 8 bytes
-// off that CTA's barrier; each CTA has told its barrier to expect K*8 bytes, and waits for them.
-// No cluster-wide barrier per row: cluster.sync() orders all of a thread's earlier memory
-// accesses first (a MEMBAR.GPU that waits for the thread's stores to land), and with it the
-// membar was the largest stall of this kernel (docs/notes/step08.md, change 1).
+// The exchange of `cluster` and `cluster_held`: every CTA sends its pair to all K CTAs of the
+// cluster (itself included) with st.async, a store into another CTA's shared memory that, once it
+// lands, counts its 8 bytes off that CTA's barrier; each CTA has told its barrier to expect K*8
+// bytes, and waits for them. No cluster-wide barrier a row: cluster.sync() orders all of a
+// thread's earlier accesses first (a MEMBAR.GPU that waits for its stores to land), and was the
+// kernel's largest stall (docs/library.md, "Long rows: clusters").
 //   Two sets by row parity: a CTA sends row i+2's pair into the set that holds row i's pairs only
 // after it has received every CTA's row i+1 pair, and each CTA sends that only after all its warps
 // have read row i's set (the block reduction before it has a __syncthreads). A pair that arrives
@@ -41,9 +41,9 @@ __device__ __forceinline__ uint32_t in_cta(uint32_t at, int rank) {
 // allowed: the row's phase cannot complete before the receiver's own arrival.
 // A cluster-wide barrier without memory ordering. cluster.sync() arrives with release semantics:
 // each thread first waits until its earlier stores (and copies) have landed, a MEMBAR stall of
-// about 1.5 us per launch at the kernel's start and end, where nothing needs that ordering
-// (docs/notes/step08.md, change 3). Its two halves are also used apart, by a CTA with work to do
-// between arriving and waiting (the small clusters, change 24).
+// about 1.5 us a launch at the kernel's start and end, where nothing needs that ordering. Its two
+// halves are also used apart, by a CTA with work to do between arriving and waiting (the small
+// clusters).
 __device__ __forceinline__ void cluster_arrive_relaxed() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
@@ -108,7 +108,7 @@ struct ClusterExchange {
     sum = pair.y;
     warp_reduce_pair(max_val, sum);
 #else
-    __trap();  // (g) is launched only on sm_90 and later (the launcher checks)
+    __trap();  // clusters are launched only on sm_90 and later (the launcher checks)
 #endif
   }
 };
@@ -124,13 +124,13 @@ __device__ __forceinline__ void share_row_pair(ExchangeArea& area, int64_t use, 
   sum = row.y;
 }
 
-// The exchange of (h): pairs in global memory, a counting barrier per group. Thread 0 publishes
-// the pair and arrives; the last of the K to arrive resets the count and bumps the generation,
-// which the others wait for. Then warp 0 reads the K pairs from L2, merges them and leaves the
-// row's pair in shared memory for the other warps, behind one block barrier. Every warp reading
-// the K pairs itself, as first written, put 16-32 warps of each of the K CTAs onto the same few L2
-// lines at once: 1x1048576 (K = 128) ran at 0.56 of memcpy against 0.59-0.60, 2x1048579 at 0.81
-// against 0.86, 128x1048579 (K = 64) at 0.81 against 0.84 (docs/notes/step08.md, change 10).
+// The exchange of `grid` over many rows: pairs in global memory, a counting barrier a group.
+// Thread 0 publishes the pair and arrives; the last of the K to arrive resets the count and bumps
+// the generation, which the others wait for. Then warp 0 alone reads the K pairs from L2, merges
+// them and leaves the row's pair in shared memory for the other warps, behind one block barrier.
+// Every warp reading the pairs itself put 16-32 warps of each CTA onto the same few L2 lines:
+// 1x1048576 (K = 128) ran at 0.56 of memcpy so, against 0.59-0.60, 2x1048579 at 0.81 against
+// 0.86 (H100).
 // Two sets of pairs by row parity, for the reason ClusterExchange gives; the merged pair in shared
 // memory alternates by parity too.
 struct GridExchange {
@@ -168,23 +168,20 @@ struct GridExchange {
   }
 };
 
-// The exchange of (i), and of (h) where a group takes at most four rows or at most three groups
-// fit: no counter, no fence, no read-modify-write. Warp 0 of each CTA stores the CTA's pair as two
-// 64-bit words, each a tag (the CTA's count of rows so far, + 1) beside one float, with one
-// relaxed 16-byte store, then reads the group's K pairs of words until every tag is the row's,
-// and merges them. A 64-bit store is single-copy atomic, so a tag seen means its float is there.
-// GridExchange's chain (the pair stored, an acq_rel add, the last CTA's reset and release, the
-// others' acquire polls, then the pairs read) took 0.6-0.8 us more at 8x1048576 and 1x1048576,
-// where this one runs at 0.82-0.83 and 0.65-0.66 of memcpy against 0.80 and 0.61
-// (docs/notes/step08.md, change 21). On groups that
-// take many rows, with the next row's copies in flight, it lost up to 0.04 where eight groups fit
-// (256x524288 0.85 against 0.89), so those keep GridExchange; where at most three fit it was
-// ahead or level over any number of rows at the fewest CTAs that hold a row (change 42; in groups
-// widened to every resident CTA it lost to the counter).
+// The exchange of `grid_held`, and of `grid` where a group takes at most four rows or at most
+// three groups fit: no counter, no fence, no read-modify-write. Warp 0 of each CTA stores the
+// CTA's pair as two 64-bit words, each a tag (the CTA's count of rows so far, + 1) beside one
+// float, with one relaxed 16-byte store, then reads the group's K pairs of words until every tag
+// is the row's, and merges them. A 64-bit store is single-copy atomic, so a tag seen means its
+// float is there. GridExchange's chain (an acq_rel add, the last CTA's reset and release, the
+// others' acquire polls) took 0.6-0.8 us more at 8x1048576 and 1x1048576. On groups of many
+// rows with the next row in flight, where many groups fit, tagged words lost up to 0.04 of memcpy
+// (256x524288: 0.85 against 0.89), so those keep GridExchange (docs/library.md, "Few rows and
+// very long rows: the grid").
 //   Words by row parity: a CTA overwrites its word of row i with row i + 2's only after it has
 // seen all K words of row i + 1, which every CTA stores only after it has read row i's. Two sets
-// by launch parity: each launch clears the other set, which the next tagged launch (launches of (h)
-// and (i) are serialised, split.cu, and counted there) finds at zero, a tag no row has.
+// by launch parity: each launch clears the other set, which the next tagged launch (grid launches
+// are serialised and counted in split_launch.cu) finds at zero, a tag no row has.
 // 16-byte aligned: each CTA's two words are one 16-byte access.
 __device__ __align__(16) unsigned long long g_tagged_words[2][2][kMaxGridCtas][2];
 

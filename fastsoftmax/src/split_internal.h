@@ -14,37 +14,36 @@
 namespace fastsoftmax::detail {
 
 constexpr int kSlotsPerCta = kSplitThreads * 8;  // the most a part holds: 8 float4 a thread
-// Rows of 3 CTAs' worth that clusters of 3 would take in two rounds go to step07's path (d),
-// one row a block, up to this size of the matrix (change 29).
+// Rows of 3 CTAs' worth that clusters of 3 would take in two rounds go to `smem_block`, one row
+// a block, up to this size of the matrix (plan_rows).
 constexpr int64_t kRowsInOneWaveBytes = int64_t(18) << 20;
-// Rows per resident cluster from which (g) launches a cluster per two rows (make_split).
+// Rows per resident cluster from which `cluster` launches a cluster per two rows (make_split).
 constexpr int64_t kRowsPerClusterForWaves = 8;
-// The most rows a group of (h) takes with TaggedExchange (make_split).
+// The most rows a group of `grid` takes with TaggedExchange (make_split).
 constexpr int64_t kTaggedRounds = 4;
-// Path (h) where at most this many groups fit at once: tagged pairs over any number of rows
-// (change 42).
+// `grid` where at most this many groups fit at once: tagged pairs over any number of rows
+// (make_split).
 constexpr int64_t kTaggedGroups = 3;
-// Rows of 2-4 MiB take (g) with held parts in CTAs of 1024 from this many rows, where at most
-// kHeldWideGroups groups of (h) fit (plan_split, change 44).
+// Rows of 2-4 MiB take `cluster_held` in CTAs of 1024 from this many rows, where at most
+// kHeldWideGroups groups of `grid` fit (plan_rows).
 constexpr int64_t kHeldWideRows = 96;
 constexpr int64_t kHeldWideGroups = 6;
-// Up to this many rows of at most 8 CTAs' worth take clusters wider than 8 (plan_split, change 47).
+// Up to this many rows of at most 8 CTAs' worth take clusters wider than 8 (plan_rows).
 constexpr int64_t kWideClusterRows = 7;
-// Rows of up to this many slots past 4096 take step07's path (d) over up to two waves of its
-// blocks instead of clusters of 2 (plan_rows, change 51).
+// Rows of up to this many slots past 4096 keep `smem_block` over up to two waves of its blocks
+// instead of clusters of 2 (plan_rows).
 constexpr int64_t kShortPairSlots = 4750;
-// Rows of 10-16 CTAs' worth of (g) in CTAs of 512 take (g) with held parts, in half as many CTAs,
-// from this many rows (plan_rows, change 52).
+// Rows of 10-16 CTAs' worth of `cluster` in CTAs of 512 take `cluster_held`, in half as many
+// CTAs, from this many rows (plan_rows; measured on the H200).
 constexpr int64_t kHeldClusterMinParts = 10;
 constexpr int64_t kHeldClusterRows = 384;
-// The most rows that change 50 spreads over every resident CTA with (i) (plan_split): the most
-// measured.
+// The most rows plan_split spreads over every resident CTA with `grid_held`: the most measured.
 constexpr int64_t kEveryCtaRows = 32;
-// The most CTAs an SM the small clusters (CTAs of 128 threads) take a matrix at (plan_split).
+// The most CTAs an SM the small clusters (CTAs of 128 threads) take a matrix at (plan_rows).
 constexpr int64_t kSmallCtasPerSm = 8;
 // The small clusters' stages (make_split): about this many bytes of the matrix each, the next
-// starting this share of their time at peak DRAM bandwidth after (change 27): the loads are
-// issued about 1.7 times as fast as DRAM can serve them at its peak, so it never waits for work.
+// starting this share of their time at peak DRAM bandwidth after: the loads are issued about 1.7
+// times as fast as DRAM can serve them at its peak, so it never waits for work.
 constexpr double kStageBytes = 1 << 20;
 constexpr double kStageShare = 0.6;
 
@@ -58,7 +57,7 @@ void with_split_packs(int packs, F&& f) {
 }
 
 // The stage: a part's slots, and 8 more for line_shift's offset (row_split.cuh).
-size_t stage_bytes(int packs, int threads) {
+inline size_t stage_bytes(int packs, int threads) {
   return (size_t(packs) * threads + 8) * sizeof(float4);
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// fastsoftmax: the split kernels of CTAs of 512 and 1024 threads, with the next row's part in
-// flight through a shared-memory stage: clusters (cluster_rows_kernel, held_cluster_rows_kernel)
-// and cooperative grids (grid_rows_kernel, held_rows_kernel). docs/library.md, "Long rows:
+// fastsoftmax: the split kernels of CTAs of 512 and 1024 threads, each with a shared-memory
+// stage: `cluster` (cluster_rows_kernel), `cluster_held` (held_cluster_rows_kernel),
+// `grid` (grid_rows_kernel) and `grid_held` (held_rows_kernel). docs/library.md, "Long rows:
 // clusters" and "Few rows and very long rows: the grid".
 #pragma once
 
@@ -9,7 +9,7 @@
 
 namespace fastsoftmax::detail {
 
-// One row per cluster or group per round, the next row's part in flight (see the top).
+// One row per cluster or group per round, the next row's part in flight (split_parts.cuh).
 // kPacks: float4 slots per thread (chunk <= kPacks * 512). Dynamic shared memory: kPacks * 512 + 8
 // float4, the stage; a row's part starts line_shift slots into it (row_split.cuh). kBulk: the
 // stage is filled by one bulk copy (after the block reduction, when every thread has read it),
@@ -105,7 +105,7 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
   }
 }
 
-// (g): a cluster of K CTAs per row (the launch's cluster dimension), persistent over rows.
+// `cluster`: a cluster of K CTAs per row (the launch's cluster dimension), persistent over rows.
 template <int kPacks>
 __global__ void __launch_bounds__(kSplitThreads, 2)
     cluster_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
@@ -118,13 +118,13 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
   // explicit at the cost of waiting for the cluster's slowest CTA, not for any store.)
   cluster_barrier_relaxed();
 #else
-  __trap();  // (g) is launched only on sm_90 and later (the launcher checks)
+  __trap();  // `cluster` is launched only on sm_90 and later (the launcher checks)
 #endif
 }
 
-// (h): groups of `parts` consecutive CTAs of a cooperative grid, persistent over rows; Exchange:
-// TaggedExchange where a group takes at most four rows or at most three groups fit, else
-// GridExchange (split.cu).
+// `grid`: groups of `parts` consecutive CTAs of a cooperative grid, persistent over rows;
+// Exchange: TaggedExchange where a group takes at most four rows or at most three groups fit,
+// else GridExchange (make_split).
 template <int kPacks, typename Exchange>
 __global__ void __launch_bounds__(kSplitThreads, 2)
     grid_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
@@ -133,20 +133,19 @@ __global__ void __launch_bounds__(kSplitThreads, 2)
   split_rows<kPacks, Exchange, false>(x, y, rows, cols, p, chunk, ex);
 }
 
-// (i): few rows too long for (h) to hold in one round. As (h), a group of K CTAs of a cooperative
-// grid per row (the pairs through TaggedExchange), but each CTA's part is twice as long: its first kPacks * 512 slots go into
-// registers (plain loads), the rest (up to as many again) into the shared-memory stage (cp.async),
-// both in flight at once, and stay there until the row is written. No next row is in flight: the
-// stage holds this row. Where (h) would need two or more rounds of rows (8x1048576: groups of 64,
-// two rows each, the second row's exchange and writes with no loads under them), (i) takes every
-// row in one round (groups of 33). The thread's pair is taken online, pack by pack, as the loads
-// land (reduce.cuh's online_add), so most exponentials run under the loads still in flight; the
-// held slots are read twice from shared memory (the pair; the store, which takes their exps
-// again against the row's max). kThreads: 512 (two CTAs an SM), or 1024 (one an SM, each part
-// twice as long: rows longer than (h) holds on the whole GPU, split.cu). Change 11 in
-// docs/notes/step08.md has the measurements.
-//   The body is held_rows, for (i) (held_rows_kernel: a group of a cooperative grid, tagged words)
-// and for (g) with held parts (held_cluster_rows_kernel: a cluster, ClusterExchange; change 44).
+// `grid_held`: few rows that `grid` would not take in one round. As `grid`, a group of K CTAs of
+// a cooperative grid a row (the pairs through TaggedExchange), but each CTA's part is twice as
+// long: its first kPacks * kThreads slots go into registers (plain loads), the rest (up to as
+// many again) into the stage (cp.async), both in flight at once, held until the row is written.
+// No next row is in flight: the stage holds this row. Where `grid` would take two rounds
+// (8x1048576: groups of 64, the second row's exchange and writes with no loads under them), this
+// takes every row in one (groups of 33): 0.74-0.76 of memcpy against 0.72-0.73 (H100). The
+// thread's pair is taken pack by pack as the loads land (online_add), so most exponentials run
+// under the loads still in flight; the held slots are read twice from shared memory (for the pair,
+// and for the store, which takes their exps again). kThreads: 512 (two CTAs an SM), or 1024 (one
+// an SM, each part twice as long: rows longer than `grid` holds on the whole GPU).
+//   held_rows is the body of `grid_held` (held_rows_kernel: a grid group, tagged words) and of
+// `cluster_held` (held_cluster_rows_kernel: a cluster, ClusterExchange).
 template <int kPacks, int kThreads, typename Exchange>
 __device__ __forceinline__ void held_rows(const float* __restrict__ x, float* __restrict__ y,
                                           int rows, int cols, const Part p, int chunk,
@@ -248,13 +247,12 @@ __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
   held_rows<kPacks, kThreads>(x, y, rows, cols, p, chunk, ex);
 }
 
-// (g) with held parts: a cluster of K = 2..16 CTAs per row, each holding (i)'s part (kPacks float4
-// a thread in registers and as many again in the stage, both loaded at once), the pairs exchanged
-// as in (g) (ClusterExchange). No next row is in flight within a CTA: the stage holds this row.
-// The launch has a cluster per row, far more than fit at once, so the hardware starts a cluster
-// wherever one ends, and the two CTAs of an SM, from different clusters, may load and store at
-// different times (change 44 in docs/notes/step08.md; not profiled). kThreads: 512 (two CTAs an
-// SM), or 1024 (one an SM, each part twice as long: rows of up to 4 MiB).
+// `cluster_held`: a cluster of K = 2..16 CTAs per row, each holding `grid_held`'s part (kPacks
+// float4 a thread in registers and as many again in the stage, loaded at once), the pairs
+// exchanged as in `cluster`. No next row in flight within a CTA: the launch has a cluster a row,
+// far more than fit at once, so the hardware starts a cluster wherever one ends, and the two CTAs
+// of an SM, from different clusters, load and store at different times (not profiled). kThreads:
+// 512 (two CTAs an SM), or 1024 (one an SM, each part twice as long: rows of up to 4 MiB).
 template <int kPacks, int kThreads>
 __global__ void __launch_bounds__(kThreads, 1024 / kThreads)
     held_cluster_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows,

@@ -19,7 +19,7 @@ namespace {
 
 
 // The kernels' attributes, set once per device and kernel: the stage may pass the 48 KB default,
-// and (g) may form clusters of 9-16 CTAs.
+// and the cluster kernels may form clusters of 9-16 CTAs.
 template <typename Kernel>
 void prepare(Kernel kernel, int packs, int threads, bool cluster) {
   static std::mutex mutex;
@@ -40,7 +40,7 @@ cudaLaunchConfig_t config(const SplitPlan& plan, cudaStream_t stream, cudaLaunch
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(plan.groups * plan.parts));
   cfg.blockDim = dim3(static_cast<unsigned>(plan.threads));
-  // (g) in CTAs of 128 threads holds its part in registers: no stage.
+  // The small clusters (CTAs of 128 threads) hold their part in registers: no stage.
   const bool small = plan.path == Split::kCluster && plan.threads == kSmallSplitThreads;
   cfg.dynamicSmemBytes = small ? 0 : stage_bytes(plan.packs, plan.threads);
   cfg.stream = stream;
@@ -61,7 +61,7 @@ cudaLaunchConfig_t config(const SplitPlan& plan, cudaStream_t stream, cudaLaunch
 }  // namespace
 
 
-// How many clusters (g) or groups (h) of plan.parts CTAs fit on the GPU at once. Cached.
+// How many clusters or grid groups of plan.parts CTAs fit on the GPU at once. Cached.
 int64_t groups_that_fit(const SplitPlan& plan) {
   static std::mutex mutex;
   static std::map<std::tuple<int, int, int, int, int>, int64_t> cache;
@@ -178,8 +178,8 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
       FS_CHECK_LAUNCH();
       return;
     }
-    // The exchange area of (h) and (i) is one per device: grid launches on different streams
-    // must not run at the same time, so each waits for the one before it.
+    // The exchange area of `grid` and `grid_held` is one per device: grid launches on different
+    // streams must not run at the same time, so each waits for the one before it.
     static std::mutex mutex;
     static std::map<int, cudaEvent_t> last;
     int device = 0;

@@ -1,39 +1,23 @@
 // SPDX-License-Identifier: MIT
-// step08_cluster, paths (g) and (h): one row split over several CTAs, each on its own SM.
+// fastsoftmax: the parts of a split row, for every split kernel (split_kernels.cuh,
+// split_small.cuh): which part a CTA takes, and how a part is fetched and stored.
 //
-// A row of N floats is cut into K parts, one per CTA. CTA k holds body slots [k*chunk,
-// (k+1)*chunk) of the row in registers (512 threads, kPacks float4 each); part 0 also holds the
-// head and part K-1 the tail (row_split.cuh). Every element is read once and written once:
+// A row of N floats is cut into K parts, one a CTA. CTA k holds body slots [k*chunk,
+// (k+1)*chunk) of the row in registers; part 0 also holds the head and part K-1 the tail
+// (row_split.cuh). Every element is read once and written once:
 //
 //   row:    | h | part 0 slots     | part 1 slots     | ... | part K-1 slots | t |
 //             CTA 0               CTA 1                     CTA K-1
 //   each CTA: its (max, sum) pair -> exchange the K pairs -> the row's (max, sum) -> scale, store
 //
-// The K CTAs of a row agree on the row's max and sum with one exchange of (max, sum) pairs: each
-// CTA reduces its part to a pair against its own max, publishes it, and after a barrier reads all
-// K pairs and merges them (reduce.cuh's merge: the online-softmax rescaling). One barrier across
-// SMs per row. Where the pairs live is the difference between the two paths:
-//
-//   (g) a thread block cluster (sm_90): the K = 2..16 CTAs are co-scheduled on one GPC; each
-//       stores its pair into every CTA's shared memory (distributed shared memory, st.async) and
-//       each waits on its own transaction barrier (mbarrier) until all K pairs have landed.
-//   (h) a group of K CTAs of a cooperative grid (any K): pairs in global memory. Where a group
-//       takes at most four rows, or at most three groups fit, each pair is stored as two tagged
-//       words that the K CTAs read until every tag is the row's (TaggedExchange); else behind a
-//       counter in global memory that the last CTA to arrive resets (GridExchange). Cooperative
-//       launch guarantees every CTA is resident, so a CTA spinning on the words or the counter
-//       cannot keep the one it waits for from running.
-//
-// Both loop over rows: a cluster or group takes rows g, g + groups, ... (g) on many rows is
-// launched with a cluster per two rows, far more than fit at once (split.cu). While it reduces and
-// writes one row, the next row's part is already on its way into a shared-memory stage, from
-// which each thread moves its slots into registers when the row comes up. The DRAM reads of row
-// i+1 overlap the reductions, the exchange and the writes of row i. (g) fills the stage with one
-// bulk copy per row (cp.async.bulk, the copy engine; an mbarrier counts its bytes in): 0.95 of
-// memcpy at 2048x65536 where per-thread copies ran at 0.91 (docs/notes/step08.md, change 4).
-// (h) keeps the per-thread copies (cp.async, 16 bytes each, bypassing registers): with the bulk
-// copy it measured slower (0.78 against 0.91 at 512x262144; why is open).
-#pragma once
+// The exchange (split_exchange.cuh) is the one step across SMs a row: through distributed shared
+// memory in a cluster (`cluster`, `cluster_held`), through global memory in a cooperative grid
+// (`grid`, `grid_held`), whose launch makes every CTA resident so that a CTA may spin on the
+// others. The persistent kernels keep the next row's part in flight in a shared-memory stage while
+// they reduce and write this one. `cluster` fills the stage with one bulk copy (2048x65536: 0.95
+// of memcpy against 0.91 with per-thread copies, H100); `grid` keeps per-thread cp.async, since
+// with the bulk copy it measured slower (0.78 against 0.91 at 512x262144; why is open).
+// docs/library.md, "Long rows: clusters" and "Few rows and very long rows: the grid".
 #pragma once
 
 #include <cooperative_groups.h>
@@ -48,8 +32,8 @@
 
 namespace fastsoftmax::detail {
 
-// Path (h)'s exchange area: a pair per CTA (two sets, by row parity) and a counter and a
-// generation per group. Zero at load; every barrier leaves its counter at zero again.
+// The grid paths' exchange area (GridExchange): a pair per CTA (two sets, by row parity) and a
+// counter and a generation per group. Zero at load; every barrier leaves its counter at zero.
 __device__ float2 g_split_pairs[2][kMaxGridCtas];
 __device__ unsigned g_split_arrived[kMaxGridCtas];
 __device__ unsigned g_split_generation[kMaxGridCtas];
@@ -92,7 +76,7 @@ using PartRow = PartRowOf<false>;
 // to a shared-memory address (the 32-bit kind __cvta_generic_to_shared gives), issued only where
 // `in_row`: a predicate, not a branch. Written out because __pipeline_memcpy_async behind an `if`
 // made each copy a branch of its own, in which the compiler recomputed both full addresses: about
-// 30 instructions a copy where this takes one or two (docs/notes/step08.md, change 1).
+// 30 instructions a copy where this takes one or two.
 __device__ __forceinline__ void copy16_async(uint32_t to, const float4* from, bool in_row) {
   asm volatile(
       "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
@@ -138,7 +122,7 @@ __device__ __forceinline__ void fetch_part(const float* x, int lead, int64_t row
   if (p.index == p.parts - 1 && t < pr.r.tail) edge = x[pr.r.start + pr.r.tail_at + t];
 }
 
-// The same part staged by the bulk-copy engine (path g): thread 0 tells the stage's barrier to
+// The same part staged by the bulk-copy engine (`cluster`): thread 0 tells the stage's barrier to
 // expect the part's bytes and issues one cp.async.bulk for all of them, in place of 512 threads'
 // kPacks copies each; threads 0-2 load the edges. The body starts on a 16-byte boundary and is
 // whole float4, as the bulk copy requires; it lands line_shift slots into the stage. A row past

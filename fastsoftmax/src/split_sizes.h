@@ -9,7 +9,7 @@ namespace fastsoftmax::detail {
 constexpr int kSplitThreads = 512;
 constexpr int kSplitWarps = kSplitThreads / kWarpSize;
 constexpr int kMaxClusterCtas = 16;  // 9-16 need cudaFuncAttributeNonPortableClusterSizeAllowed
-constexpr int kMaxGridCtas = 4096;   // the most CTAs path (h)'s exchange area has room for
+constexpr int kMaxGridCtas = 4096;   // the most CTAs the grid paths' exchange area holds
 
 // The tagged pairs (16-byte loads) a lane issues before it uses any: a group of up to
 // kTaggedBatchParts CTAs reads its pairs in one batch, a larger one in two or more.

@@ -7,33 +7,29 @@
 
 namespace fastsoftmax::detail {
 
-// (g) in CTAs of 128 threads, for rows of 2048-16384 slots (8K-64K floats) that fit in one round:
-// a cluster of K = 2..16 CTAs per row, each part straight into registers (plain loads, no stage),
-// then each warp's pair, the exchange of the warps' pairs and the store. One row per cluster,
-// every cluster launched at once (the loop makes any grid correct). On a small matrix the launch
-// is a chain of latencies (docs/notes/step08.md, change 18): path (c), one block of 256 a row,
-// leaves most SMs idle, and (g)'s CTAs of 512 lost 0.08-0.11 of memcpy to those of 128 (32x16384
-// 0.65-0.66 in clusters of 4 of 512, 0.74-0.80 in clusters of 8 of 128, path c 0.70-0.73).
-// The rows start in stages of about 1 MiB of the matrix (split.cu), so that the first rows are
-// exchanged and stored while the rest still stream in (change 24's two stages: 32x16384
-// 0.83-0.88 against 0.81-0.86 without, 64x16384 0.86-0.90 against 0.84-0.87; change 27's
-// stages of 1 MiB). Clusters of 9-16 CTAs (rows past 8192 slots) exchange two pairs a lane
-// (change 28).
+// The small clusters: `cluster` in CTAs of 128 threads, for rows of 2048-16384 slots (8K-64K
+// floats) that fit in one round: a cluster of K = 2..16 CTAs a row, each part straight into
+// registers (plain loads, no stage), then each warp's pair, their exchange and the store. One row
+// a cluster, every cluster launched at once (the loop makes any grid correct). On a small matrix
+// a launch is a chain of latencies: `block` leaves most SMs idle, and CTAs of 512 lost 0.08-0.11
+// of memcpy to those of 128 (32x16384: 0.65-0.66 in clusters of 4 of 512, 0.74-0.80 in clusters
+// of 8 of 128, `block` 0.70-0.73; H100). The rows start in stages of about 1 MiB of the matrix
+// (make_split), so that the first rows are exchanged and stored while the rest stream in.
+// Clusters of 9-16 CTAs (rows past 8192 slots) exchange two pairs a lane.
 
 // The exchange of the small clusters: no block reduction. Every warp takes its own pair (its max
 // by warp_max, exps against it, the sum by a butterfly) and sends it with st.async to all K CTAs
 // of the cluster, into slot (CTA rank * 4 + warp) of the row's set; each CTA's barrier expects K*4
 // pairs. After the wait, lane l of every warp reads pair l: the row's max by warp_max, one exp
-// (rescale) and a butterfly for the sum. A CTA's pair in the exchange of (g) came out of a block
-// reduction (a butterfly of pair merges, shared memory, a __syncthreads, a second butterfly)
-// before it could be sent: 32x16384 ran at 0.76-0.77 of memcpy with it, 0.83-0.85 without it, in
-// the same rounds (change 24). Taking the row's max by pair merges instead of warp_max measured
-// the same (0.82-0.84): the block reduction was the cost.
+// (rescale) and a butterfly for the sum. A block-reduced pair, as ClusterExchange sends, cost
+// 32x16384 0.76-0.77 of memcpy against 0.83-0.85 in the same rounds; the row's max by pair merges
+// instead of warp_max measured the same: the block reduction was the cost (docs/library.md, "Long
+// rows: clusters").
 //   Two sets by row parity, as in ClusterExchange: a warp sends row i+2's pair into the set that
 // holds row i's only after its CTA has received all K*4 pairs of row i+1, and every warp sends its
 // row i+1 pair only after it has read row i's set, so every reader of row i's set is done.
 //   kWide (clusters of 9-16 CTAs, 36-64 pairs a row): lane l reads pairs l and l + 32 and merges
-// the two before the same warp_max and butterfly (change 28).
+// the two before the same warp_max and butterfly.
 template <bool kWide = false>
 struct WarpExchange {
   static constexpr int kSlots = kWide ? 2 * kWarpSize : kWarpSize;
@@ -89,8 +85,8 @@ __device__ __forceinline__ void spin_for(unsigned ns) {
 }
 
 // Stagger: cluster g starts its first row's loads (g / stage_groups) * stagger_ns nanoseconds
-// after it starts, so the rows come in stages (stagger_ns 0: none; split.cu says how many and how
-// far apart). 32-bit arithmetic: a 64-bit division here, ahead of every CTA's loads, measured
+// after it starts, so the rows come in stages (stagger_ns 0: none; make_split says how many and
+// how far apart). 32-bit arithmetic: a 64-bit division here, ahead of every CTA's loads, measured
 // about 0.2 us slower at 32x16384.
 // kAligned: every row starts on a 16-byte boundary (x aligned, N % 4 == 0): no head, no tail.
 // kExact: aligned, and every part is exactly kPacks * 128 slots (N = K * kPacks * 512): thread t

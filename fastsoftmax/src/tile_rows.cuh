@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// step08_cluster, path (a'): unaligned short rows (and aligned rows of an odd number of float4 on
-// many rows, change 41), a tile of consecutive rows staged through shared memory.
+// fastsoftmax: `tiles`, for unaligned short rows and aligned rows of an odd number of float4 on
+// many rows: a tile of consecutive rows staged through shared memory. Which matrices take it:
+// tile_plan.h; docs/library.md, "Short rows".
 //
 // A row of 127 floats that starts off a 16-byte boundary has 30 or 31 whole 16-byte slots and up
 // to 3 + 3 loose floats at its ends: split row by row (row_split.cuh) the loose floats and their
@@ -29,16 +30,14 @@
 //   G = 8, N = 127 (s = 8):  warp 0 takes rows 0, 8, 16, 24, starting at banks 0, 24, 16, 8
 //                            lanes 0-7 -> banks 0-7   lanes 8-15 -> banks 24-31   and so on
 //
-// With one lane a row (rows of 2-16 floats, step08 only; rows of two only off an 8-byte
-// boundary) each lane reads its row's words in turn: rows N words apart, conflict-free for odd N,
-// at most 2-way for even N off a multiple of 4.
+// With one lane a row (rows of 2-16 floats; rows of two only off an 8-byte boundary) each lane
+// reads its row's words in turn: rows N words apart, conflict-free for odd N, at most 2-way for
+// even N off a multiple of 4.
 //
-// Measured (docs/notes/step07.md, change 17), unaligned rows on the H100, ratio to memcpy:
-// 65536x127 0.99 with 8 lanes a row (0.96 with a warp, 0.93 for path a), 65536x61 0.96 with 4
-// lanes (0.81 with a warp, 0.89 for path a), 262144x31 0.99 with 2 lanes (0.89 for path a). On
-// fewer tiles than 2.5 per SM path (a) is faster (8192x61: 0.93 against 0.86), so it keeps those
-// (and rows of 3, 5-7 and 9-11 floats on more, by their length; aligned rows keep path (a) but
-// those of N % 8 == 4 and 20-124 floats from 5.9 tiles an SM: tile_plan.h, changes 40 and 41).
+// Unaligned rows on the H100, against memcpy: 65536x127 0.99 with 8 lanes a row (0.93 on
+// `sub_warp`), 65536x61 0.96 with 4 lanes (0.89), 262144x31 0.99 with 2 lanes (0.89). On few
+// tiles `sub_warp` is faster (8192x61: 0.93 against 0.86); tile_plan.h says from how many tiles
+// an SM each length takes them.
 #pragma once
 
 #include <cuda_pipeline_primitives.h>
@@ -140,11 +139,10 @@ __device__ __forceinline__ void softmax_tile(const Tile& t, int cols, float4* bu
   }
 }
 
-// One tile per block (the loop makes any grid correct): copy in, one barrier, the rows' softmax in
-// place, one barrier, copy out. kGroup lanes per row, each holding kPerLane elements:
-// kGroup * (kPerLane - 1) < N <= kGroup * kPerLane. Measured against a persistent version with two buffers (the next
-// tile's copy in flight during this one's softmax): that one was slower (docs/notes/step07.md,
-// change 15).
+// One tile a block (the loop makes any grid correct): copy in, one barrier, the rows' softmax in
+// place, one barrier, copy out. kGroup lanes a row, each holding kPerLane elements:
+// kGroup * (kPerLane - 1) < N <= kGroup * kPerLane. A persistent version with two buffers (the
+// next tile's copy in flight during this one's softmax) measured slower.
 template <int kGroup, int kPerLane>
 __global__ void __launch_bounds__(kTileThreads, 8)
     tile_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-// step08_cluster, paths (a) and (b): a group of lanes per row, the row in registers.
+// fastsoftmax: `sub_warp`, `half_warp` and `warp`, a group of lanes a row with the row in
+// registers, and `strided`, a warp a row in 4-byte accesses (docs/library.md, "Short rows" and
+// "Rows of a warp or a block").
 //
 // A group of kGroup lanes (1..32, a power of two) owns a row; lane l of the group holds body slots
 // l, l + kGroup, l + 2*kGroup, ... (kPacks float4), so each pack of the group is one contiguous,
@@ -18,12 +20,12 @@ namespace fastsoftmax::detail {
 
 // Four independent warps per block: small blocks pack the SMs evenly.
 constexpr int kWarpThreads = 128;
-// Path (b) holds up to 9 float4 per lane (N <= 1155); longer rows measured faster as path (c), a
-// 128-thread block per row (docs/notes/step07.md, change 15). Unaligned rows take (c) past 8
-// (softmax.cu, launch_in_registers).
+// `warp` holds up to 9 float4 a lane (N <= 1155): past that the registers run out and `block`,
+// a 128-thread block a row, measured faster. Unaligned rows take `block` past 8
+// (row_launchers.cuh, launch_in_registers).
 constexpr int kWarpMaxPacks = 9;
 
-// Path (b4) holds up to 32 floats a lane: rows of up to 1024 floats.
+// `strided` holds up to 32 floats a lane: rows of up to 1024 floats.
 constexpr int kStridedMaxPer = 32;
 
 // The resident blocks per SM ptxas is asked to allow for: each lane needs a register per float it
@@ -129,17 +131,13 @@ __global__ void __launch_bounds__(kWarpThreads,
   }
 }
 
-// Path (b4): a warp per row, lane l holding elements l, l + 32, l + 64, ... (kPer of them), each
-// a 4-byte access predicated on its column, so there is no head, no tail and nothing asked of
-// the row's alignment. The launcher takes it for rows of 33-1024 floats on matrices small enough
-// to be loaded all at once (softmax.cu's strided_reach: under 31 KB of input an SM, or under 64
-// KB with a warp resident for every row; and strided_below_band: unaligned rows of 86-131 floats
-// below the 16-lane band; not 1-7 rows of more than 768 floats, nor more than 32 rows an SM of
-// 33-64 floats), one row a warp: there the time is the chain from the launch to
-// the last store, not the number of instructions: in a side program this mapping was up to 5%
-// faster than the float4 slots of paths (a) and (b) at 13 such shapes, aligned rows included,
-// and ahead of cuDNN, which uses the same layout, at all of them (docs/notes/step08.md, changes
-// 32-34).
+// `strided`: a warp a row, lane l holding elements l, l + 32, l + 64, ... (kPer of them), each a
+// 4-byte access predicated on its column, so there is no head, no tail and nothing asked of the
+// row's alignment. It takes rows of 33-1024 floats on matrices small enough to be loaded all at
+// once (short_rules.h, strided_reach and strided_below_band), one row a warp. There the time is
+// the chain from the launch to the last store, not the instruction count: this mapping was up
+// to 5% faster than the float4 slots of `sub_warp` and `warp` at 13 such shapes, aligned rows
+// included, and ahead of cuDNN, which uses the same layout, at all of them.
 template <int kPer>
 __global__ void __launch_bounds__(kWarpThreads)
     strided_rows_kernel(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
