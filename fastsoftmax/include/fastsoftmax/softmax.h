@@ -60,7 +60,8 @@ struct Plan {
                        // "empty" for an empty matrix
   std::string config;  // its launch: kernel parameters, blocks or clusters, threads a block
   std::string why;     // the rule that chose it
-  bool clusters = false;  // whether this device and process use thread block clusters
+  bool clusters = false;  // whether this device and process use thread block clusters (false,
+                          // unasked, for an empty matrix)
 };
 Plan describe(const float* x, const float* y, int64_t rows, int64_t cols);
 
