@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
-// step08_cluster as a standalone program: verify on 1823x781, then the bandwidth sweep (--help for options).
-// It first says whether this GPU has thread block clusters (without them every shape runs
-// step07's paths).
+// step08_cluster as a standalone program: verify on 1823x781, then the bandwidth sweep (--help for
+// options). It first says whether this GPU takes thread block clusters (without them every row
+// takes step07's launcher).
 #include <cstdio>
 #include <string>
 
 #include "common/device.h"
 #include "common/program.h"
 #include "common/softmax.h"
-#include "split.h"
+#include "step08.h"
 
 namespace step08_cluster {
 const softmax::Step& step();
