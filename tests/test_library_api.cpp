@@ -124,8 +124,10 @@ TEST_F(LibraryOnGpu, DescribeNamesThePathAndWhy) {
   EXPECT_EQ(fastsoftmax::describe(a, a, 100000, 1).path, "single");
   EXPECT_EQ(fastsoftmax::describe(a, a, 4096, 4096).path, "block");
   EXPECT_EQ(fastsoftmax::describe(a, a, 1, 9000001).path, "two_pass");
-  // x and y off by 4 bytes from each other: no float4 fits both.
-  EXPECT_EQ(fastsoftmax::describe(a, fake(4), 4096, 4096).path, "two_pass_scalar");
+  // x and y 4 bytes apart in their 16-byte offsets (and far apart in memory): no float4 fits
+  // both.
+  const float* far = reinterpret_cast<const float*>((uintptr_t(1) << 40) + 4);
+  EXPECT_EQ(fastsoftmax::describe(a, far, 4096, 4096).path, "two_pass_scalar");
   // Rows of two floats: two rows a float4 on an 8-byte boundary, not off it.
   EXPECT_EQ(fastsoftmax::describe(a, a, 100000, 2).path, "pairs");
   EXPECT_NE(fastsoftmax::describe(fake(4), fake(4), 100000, 2).path, "pairs");
