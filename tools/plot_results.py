@@ -45,7 +45,7 @@ A marker naming a step the JSON does not have is an error; no file is written th
 
   python3 tools/plot_results.py [JSON] [--extra FILE ...] [--table-n N] [--docs-root DIR]
                                 [--img-dir DIR] [--no-charts] [--no-tables] [--check]
-                                [--second-gpu]
+                                [--only KINDS] [--second-gpu]
 
 --second-gpu: the JSON is from another GPU than the one the chapters quote: its charts go beside
 the main ones as docs/img/bandwidth_<gpu>.png and staircase_<gpu>.png, and of the tables only the
@@ -130,6 +130,10 @@ class ToolError(Exception):
 
 class MarkerError(ToolError):
     """A marker that cannot be rendered (unknown step, bad argument, no END)."""
+
+
+class MissingStep(MarkerError):
+    """A marker names a step the JSON does not have (with --only: its block is left as it is)."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -411,7 +415,7 @@ def parse_marker_args(args: str, allowed: Sequence[str], kind: str) -> Tuple[Dic
 
 
 def unknown_step(kind: str, name: str, res: Results, known: Sequence[str]) -> MarkerError:
-    return MarkerError(f"{kind}: no step named '{name}' in {res.path} "
+    return MissingStep(f"{kind}: no step named '{name}' in {res.path} "
                        f"(it has: {', '.join(known) or 'none'})")
 
 
@@ -525,7 +529,7 @@ def render_sweep_table(res: Results, args: str, md_path: Path, root: Path) -> st
             row.append(fmt_speedup(p.gbps / q.gbps) if p and q else NO_VALUE)
         rows.append(row)
     if not rows:
-        raise MarkerError(f"sweep-table: {name} has no measurement at N in {list(SWEEP_NS)}")
+        raise MissingStep(f"sweep-table: {name} has no measurement at N in {list(SWEEP_NS)}")
     table = md_table(header, "r" * len(header), rows)
     return "\n".join([table, *skipped_note(notes), "",
                       method_line(res, "N = columns per row"), "", source_line(res, md_path, root)])
@@ -1121,6 +1125,16 @@ def draw_staircase(res: Results, path: Path) -> bool:
 
 # ------------------------------------------------------------------------------------------------
 
+def leave_if_missing(render: Renderer) -> Renderer:
+    """A renderer that leaves its block as it is (None) where the marker names a missing step."""
+    def wrapped(args: str, md_path: Path) -> Optional[str]:
+        try:
+            return render(args, md_path)
+        except MissingStep:
+            return None
+    return wrapped
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     sys.modules.setdefault("plot_results", sys.modules[__name__])  # one copy of the helpers
     import library_tables  # noqa: E402  (its renderers use this module's helpers)
@@ -1142,6 +1156,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--no-tables", action="store_true", help="charts only")
     ap.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 if a Markdown table would change")
+    ap.add_argument("--only", metavar="KINDS",
+                    help="rewrite only these marker kinds (comma-separated), and leave the blocks "
+                         "that name a step the JSON lacks as they are: for a benchmark run "
+                         "filtered to a few implementations")
     ap.add_argument("--second-gpu", action="store_true",
                     help="charts as docs/img/*_<gpu>.png, and only the gpu-table blocks rewritten")
     args = ap.parse_args(argv)
@@ -1167,6 +1185,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     "library-gap": lambda a, md: library_tables.render_library_gap(res, a, md,
                                                                                    root),
                 })
+            if args.only:
+                kinds = [k for k in args.only.split(",") if k]
+                unknown = [k for k in kinds if k not in renderers]
+                if unknown:
+                    raise ToolError(f"--only: unknown marker kind(s) {', '.join(unknown)}")
+                renderers = {k: leave_if_missing(renderers[k]) for k in kinds}
             if update_markdown(root, renderers, args.check) and args.check:
                 print("tables are out of date: run tools/plot_results.py", file=sys.stderr)
                 return 1
