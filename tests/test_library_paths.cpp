@@ -5,7 +5,7 @@
 // per thread, N % 4 in {0, 1, 2, 3}, x and y off 16-byte boundaries, the row's maximum or its only
 // finite value at either end of the row (in the last CTA's part or its tail), more rows than
 // clusters or groups (the persistent loop), and the launcher's own choice including rows longer
-// than the GPU holds and the fallback to step07's paths with clusters turned off. Without a CUDA device each test reports SKIPPED; on a
+// than the GPU holds and the fallback paths with clusters turned off. Without a CUDA device each test reports SKIPPED; on a
 // GPU without clusters (before sm_90) the forced-path tests report SKIPPED and the fallback test
 // runs.
 #include <gtest/gtest.h>
@@ -154,29 +154,50 @@ std::vector<Case> cases() {
   return out;
 }
 
-class LibrarySplit : public testing::GpuTest<::testing::TestWithParam<Case>> {};
+// One test per family of kernels (path and CTA size), each running every case of that family:
+// a process per family rather than per case keeps the suite's start-up costs down.
+struct Family {
+  const char* name;
+  Split path;
+  int threads;
+};
+const Family kFamilies[] = {{"cluster", Split::kCluster, 512},
+                            {"cluster_t128", Split::kCluster, 128},
+                            {"grid", Split::kGrid, 512},
+                            {"grid_held", Split::kHeld, 512},
+                            {"grid_held_t1024", Split::kHeld, 1024},
+                            {"cluster_held", Split::kClusterHeld, 512},
+                            {"cluster_held_t1024", Split::kClusterHeld, 1024}};
+
+class LibrarySplit : public testing::GpuTest<::testing::TestWithParam<Family>> {};
 
 TEST_P(LibrarySplit, MatchesReference) {
   if (!fastsoftmax::detail::clusters_usable()) GTEST_SKIP() << fastsoftmax::detail::cluster_report();
-  const Case& c = GetParam();
-  g_path = c.path;
-  g_parts = c.parts;
-  g_threads = c.threads;
-  ::testing::Test::RecordProperty(
-      "plan", fastsoftmax::detail::describe(
-                  fastsoftmax::detail::make_split(c.path, c.parts, c.rows, c.cols, c.threads)));
-  for (InputKind kind : {InputKind::kNormal, InputKind::kNonFinite, InputKind::kMaxAtEnds,
-                         InputKind::kOneFiniteAtEnds}) {
-    const VerifyResult r =
-        check_step(kForced, c.rows, c.cols, kind, next_seed(), {c.x_offset, c.y_offset});
-    EXPECT_TRUE(r.ok()) << case_name(c) << " " << to_string(kind) << ": " << r.report();
+  const Family& f = GetParam();
+  int checked = 0;
+  for (const Case& c : cases()) {
+    if (c.path != f.path || c.threads != f.threads) continue;
+    ++checked;
+    g_path = c.path;
+    g_parts = c.parts;
+    g_threads = c.threads;
+    ::testing::Test::RecordProperty(
+        case_name(c), fastsoftmax::detail::describe(fastsoftmax::detail::make_split(
+                          c.path, c.parts, c.rows, c.cols, c.threads)));
+    for (InputKind kind : {InputKind::kNormal, InputKind::kNonFinite, InputKind::kMaxAtEnds,
+                           InputKind::kOneFiniteAtEnds}) {
+      const VerifyResult r =
+          check_step(kForced, c.rows, c.cols, kind, next_seed(), {c.x_offset, c.y_offset});
+      EXPECT_TRUE(r.ok()) << case_name(c) << " " << to_string(kind) << ": " << r.report();
+    }
   }
+  EXPECT_GT(checked, 0) << f.name << ": no case";
 }
 
-// CTest names: fastsoftmax/LibrarySplit.MatchesReference/cluster4_12x8189_x3y3 and so on.
-INSTANTIATE_TEST_SUITE_P(fastsoftmax, LibrarySplit, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return case_name(info.param);
+// CTest names: fastsoftmax/LibrarySplit.MatchesReference/cluster and so on.
+INSTANTIATE_TEST_SUITE_P(fastsoftmax, LibrarySplit, ::testing::ValuesIn(kFamilies),
+                         [](const ::testing::TestParamInfo<Family>& info) {
+                           return std::string(info.param.name);
                          });
 
 struct RowsCols {
