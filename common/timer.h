@@ -26,7 +26,7 @@ inline constexpr int kWarmupRuns = 3;
 // 64 MiB (2*M*N*4 bytes), a kernel of 25 us or less at the memcpy's speed. Such a kernel varies by
 // a few percent from launch to launch, in steps of the event timer's 32 ns (half a percent at
 // 6 us), and over 30 runs the medians of two kernels within 1% of each other changed order from
-// process to process (docs/notes/step08.md, "Timed runs"). The L2 flush before each launch, not
+// process to process (docs/notes/tuning.md, "Timed runs"). The L2 flush before each launch, not
 // the kernel, sets the cost of a run at these sizes (about 0.1 ms).
 inline constexpr int kSweepRuns = 30;
 inline constexpr int kShortShapeRuns = 200;

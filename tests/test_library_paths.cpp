@@ -561,8 +561,8 @@ TEST_F(LibraryDispatch, WarpRowsAtFourSlotsEitherSideOfTheWaveRule) {
 // at 4096-9001 rows, 8448x256 off its boundary too) and one row a warp (8448x256 on its boundary,
 // change 22's rule; 16385x256); all past path (b4)'s reach on an H100 (more rows than one wave of
 // its warps, or 64 KB of input an SM); every input kind (rows of only -inf, NaN and +inf among
-// them). Written for change 31, which was not kept (docs/notes/step08.md); the shapes moved past
-// (b4) in change 33.
+// them). Written for change 31, which was not kept (docs/notes/tuning.md, step08); the shapes
+// moved past (b4) in change 33.
 TEST_F(LibraryDispatch, WarpRowsAtTwoToSixPacks) {
   expect_every_kind_matches({{9000, 200}, {9001, 132}, {8448, 256}, {16385, 256}, {6000, 384},
                              {7300, 300}, {4096, 640}, {4097, 644}},
@@ -952,7 +952,7 @@ TEST_F(LibraryDispatch, TaggedPairsOverAnyRowsInFewGroups) {
 // count, CTA size or path: each launch must find the set the one before it cleared. Kernels of
 // different sizes one after another, the first again at the end (with a count of launches per
 // kernel instead of one for all, a launch found the words another kernel had left and merged
-// them: docs/notes/step08.md, change 20, run 4).
+// them: docs/notes/tuning.md, step08 change 20, run 4).
 TEST_F(LibraryDispatch, TaggedWordsAcrossKernels) {
   if (!fastsoftmax::detail::clusters_usable()) GTEST_SKIP() << fastsoftmax::detail::cluster_report();
   const Case sequence[] = {{Split::kHeld, 4, 12, 8 * 2048 - 1, 0, 0},

@@ -14,9 +14,10 @@
 # NAME@noclusters runs with FASTSOFTMAX_NO_CLUSTERS=1 (the library's fallbacks for long rows).
 #
 # synccheck cannot check clusters of more than 8 CTAs: on an H100 it reported "Missing wait" at
-# the first mbarrier arrival of a minimal cluster kernel of 16 CTAs (docs/notes/step08.md), as
-# it does for the library's kernels in clusters of 9-16. The shapes the library runs in such
-# clusters (synccheck_skip) get memcheck, racecheck and initcheck and a "synccheck skipped" line.
+# the first mbarrier arrival of a minimal cluster kernel of 16 CTAs (docs/notes/tuning.md,
+# "Sanitizers"), as it does for the library's kernels in clusters of 9-16. The shapes the library
+# runs in such clusters (synccheck_skip) get memcheck, racecheck and initcheck and a "synccheck
+# skipped" line.
 # Environment: COMPUTE_SANITIZER (default compute-sanitizer), SOFTMAX_PROFILE (default
 # build/softmax_profile), SANITIZE_TOOLS (default "memcheck racecheck synccheck initcheck").
 set -uo pipefail

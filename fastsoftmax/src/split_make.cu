@@ -2,7 +2,7 @@
 // fastsoftmax: a split sized for a given path and CTA count (make_split: the count of clusters or
 // groups, the exchange, the stages), and the dispatcher's choice (plan_split: plan_rows, then the
 // rule for 8-32 rows). docs/library.md, "Long rows: clusters" and "Few rows and very long rows:
-// the grid"; the runs are in the lab notebook (docs/notes/step08.md).
+// the grid"; the runs are in the lab notebook (docs/notes/tuning.md, step08).
 #include <algorithm>
 #include <string>
 

@@ -2,7 +2,7 @@
 // fastsoftmax: which rows are split over several CTAs, and over how many (plan_rows); plan_split
 // (split_make.cu) adds the rule for 8-32 rows. docs/library.md, "Long rows: clusters" and "Few
 // rows and very long rows: the grid"; the runs behind each rule are in the lab notebook
-// (docs/notes/step08.md).
+// (docs/notes/tuning.md, step08).
 #include <algorithm>
 
 #include "launch.cuh"
