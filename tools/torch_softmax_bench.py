@@ -57,6 +57,9 @@ model_bytes), so tools/plot_results.py can overlay it:
 Exit codes: 0 done (also when the Triton peer, or some of its shapes, were skipped); 1 a check
 failed (a wrong result, a write out of bounds, a CUDA error); 2 torch missing or bad arguments;
 77 no GPU.
+
+The timing, checking and JSON-entry helpers are in tools/torch_timing.py, the Triton peer in
+tools/triton_softmax.py.
 """
 from __future__ import annotations
 
@@ -64,27 +67,22 @@ import argparse
 import datetime
 import json
 import os
-import re
 import shlex
-import shutil
 import socket
-import statistics
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import plot_results as pr  # noqa: E402  (provenance helpers)
+# Timing, checking and the JSON entries; the Triton peer (each in its own file).
+from torch_timing import (RUNS, SHORT_BYTES, SHORT_RUNS, WARMUP, CheckFailed,  # noqa: E402
+                          L2Flush, check_softmax, entry, note, nvidia_smi_facts, reference,
+                          runs_for, say, skipped_entry, time_interleaved)
+from triton_softmax import TRITON_NUM_WARPS, TritonSkip, TritonSoftmax  # noqa: E402
 
-RUNS = 30                      # timed launches per point, as softmax_bench: 30, and
-SHORT_RUNS = 200               # 200 where the shape moves at most SHORT_BYTES (2*M*N*4)
-SHORT_BYTES = 64 << 20
-WARMUP = 3
 EXIT_NO_GPU = 77
-SPIN_CYCLES = 100_000          # about 50 us at 2 GHz: covers the launch latency of Python
 SEED = 20240607
 
 # The five sweeps, as softmax_bench emits them: name -> list of (M, N).
@@ -110,319 +108,6 @@ LESSONS = {
     "torch": "torch.softmax(x, dim=-1): PyTorch's own softmax kernel",
     "triton": "Triton's fused-softmax tutorial kernel (persistent programs, one row per iteration)",
 }
-
-# Triton peer settings, as the tutorial chooses them.
-TRITON_NUM_WARPS = 8
-TRITON_MAX_BLOCK = 65536
-TRITON_BIG_SMEM = 200_000      # more shared memory per block than this: 4 stages, else 2
-
-ATOL = 1e-5                    # |y - reference| <= ATOL + RTOL * |reference| per element
-RTOL = 1e-4                    # float32 sums over 1M terms round at about 1e-5 relative: torch
-                               # reaches 1.3e-5 on a 0.997 peak at N = 1048576
-ROW_TOL = 1e-4                 # max |sum of a row - 1|
-GUARD = 1024                   # float elements of guard zone either side of triton's output
-GUARD_VALUE = 12345.0
-
-
-class CheckFailed(RuntimeError):
-    """A wrong result: the run stops with exit code 1."""
-
-
-class TritonSkip(Exception):
-    """A shape the Triton peer cannot run (block too large, no compile): skipped, not failed."""
-
-
-def effective_gbps(rows: int, cols: int, ms: float) -> float:
-    """Same definition as softmax::effective_gbps: one read and one write of every element."""
-    return 2.0 * rows * cols * 4 / (ms * 1e-3) / 1e9
-
-
-def say(*args, **kwargs) -> None:
-    print(*args, flush=True, **kwargs)
-
-
-def note(text: str) -> None:
-    print(f"torch_softmax_bench.py: {text}", file=sys.stderr, flush=True)
-
-
-# ------------------------------------------------------------------------------------------------
-# Timing
-# ------------------------------------------------------------------------------------------------
-
-class L2Flush:
-    """Evicts L2 the way softmax::Timer::flush_l2 does: a write of the buffer (evicting whatever
-    the previous launch left), then a read of it (so no dirty line of the flush is written back
-    inside the next timing)."""
-
-    def __init__(self, torch, l2_bytes: int):
-        nbytes = max(2 * l2_bytes, 64 << 20) // 16 * 16
-        self.buf = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-        self.words = self.buf.view(torch.int32)
-        self.count = 0
-        self.sink = None
-
-    def __call__(self) -> None:
-        self.count += 1
-        self.buf.fill_(self.count & 0xFF)
-        self.sink = self.words.sum()   # a reduction kernel reads every byte; result unused
-
-
-def runs_for(rows: int, cols: int, runs: Optional[int]) -> int:
-    """Timed launches at rows x cols: `runs` when given, else softmax_bench's rule."""
-    if runs is not None:
-        return runs
-    return SHORT_RUNS if 2 * rows * cols * 4 <= SHORT_BYTES else RUNS
-
-
-def time_interleaved(torch, fns: Sequence[Callable[[], object]], flush: L2Flush, runs: int,
-                     warmup: int) -> List[Tuple[float, float]]:
-    """(median ms, min ms) of each of `fns`, as softmax::Timer::time_interleaved measures them:
-    warm-up launches of each, then `runs` rounds that time each once, round i starting with
-    fns[i mod n]; L2 flushed before every timed launch, CUDA events around the launch alone."""
-    for fn in fns:
-        for _ in range(warmup):
-            fn()
-    torch.cuda.synchronize()
-    spin = getattr(torch.cuda, "_sleep", None)
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    n = len(fns)
-    ms: List[List[float]] = [[0.0] * runs for _ in range(n)]
-    for i in range(runs):
-        for k in range(n):
-            j = (i + k) % n
-            flush()
-            if spin is not None:
-                spin(SPIN_CYCLES)      # the GPU is still busy when the launch arrives
-            start.record()
-            fns[j]()
-            stop.record()
-            stop.synchronize()
-            ms[j][i] = start.elapsed_time(stop)
-    return [(statistics.median(v), min(v)) for v in ms]
-
-
-# ------------------------------------------------------------------------------------------------
-# Verification
-# ------------------------------------------------------------------------------------------------
-
-def reference(torch, x):
-    """The softmax of x computed by torch in float64 on the upcast input."""
-    return torch.softmax(x.double(), dim=-1)
-
-
-def check_softmax(torch, impl: str, ref, y, rows: int, cols: int) -> None:
-    """A sanity check that `y` is the softmax (not the repository's strict verification; these
-    are other people's kernels): against float64, and row sums. NaN anywhere fails."""
-    excess = ((y.double() - ref).abs() - (ATOL + RTOL * ref.abs())).max().item()
-    err = (y.double() - ref).abs().max().item()
-    row = (y.double().sum(dim=-1) - 1).abs().max().item()
-    if not (excess <= 0 and row <= ROW_TOL):
-        raise CheckFailed(f"{impl} at M={rows} N={cols} is wrong: max abs err {err:.3g} (limit "
-                          f"{ATOL:g} + {RTOL:g} x |value|), max |row sum - 1| {row:.3g} (limit "
-                          f"{ROW_TOL:g})")
-
-
-# ------------------------------------------------------------------------------------------------
-# The Triton peer
-# ------------------------------------------------------------------------------------------------
-
-triton = None   # set by load_triton_kernel
-tl = None
-
-
-def load_triton_kernel():
-    """Imports triton and defines the kernel. Raises ImportError (or another exception from
-    triton) when triton cannot be used."""
-    global triton, tl
-    import triton                    # noqa: F811
-    import triton.language as tl     # noqa: F811
-
-    @triton.jit
-    def softmax_persistent(y_ptr, x_ptr, x_row_stride, y_row_stride, n_rows, n_cols,
-                           BLOCK_SIZE: tl.constexpr, STAGES: tl.constexpr):
-        # Program p takes rows p, p + P, p + 2P, ... (P programs in all), one row per iteration;
-        # the loop is software-pipelined over STAGES iterations.
-        first = tl.program_id(0)
-        stride = tl.num_programs(0)
-        cols = tl.arange(0, BLOCK_SIZE)
-        in_row = cols < n_cols
-        for row in tl.range(first, n_rows, stride, num_stages=STAGES):
-            r = tl.cast(row, tl.int64)         # M*N may pass 2^31 elements
-            v = tl.load(x_ptr + r * x_row_stride + cols, mask=in_row, other=-float("inf"))
-            e = tl.exp(v - tl.max(v, axis=0))  # padding: exp(-inf) = 0, adds nothing
-            tl.store(y_ptr + r * y_row_stride + cols, e / tl.sum(e, axis=0), mask=in_row)
-
-    return softmax_persistent
-
-
-@dataclass
-class TritonLaunch:
-    block: int
-    regs: int
-    smem: int
-    by_regs: int
-    by_smem: int
-    occupancy: int
-    programs: int
-
-    def describe(self) -> str:
-        return (f"BLOCK_SIZE {self.block}: {self.regs} registers/thread, {self.smem} B shared, "
-                f"occupancy min({self.by_regs} by registers, {self.by_smem} by shared memory) = "
-                f"{self.occupancy}/SM, {self.programs} programs")
-
-
-class TritonSoftmax:
-    """The tutorial's host side: the program count from the compiled kernel's resources."""
-
-    def __init__(self, torch, device: int):
-        self.kernel = load_triton_kernel()
-        self.version = str(getattr(triton, "__version__", "unknown"))
-        props = self._device_properties(torch, device)
-        self.sm_count = int(props["multiprocessor_count"])
-        self.regs_per_sm = int(props["max_num_regs"])   # 64K: per block, also per SM
-        self.smem_per_block = int(props["max_shared_mem"])
-        self.warp_size = int(props.get("warpSize", 32))
-        self.stages = 4 if self.smem_per_block > TRITON_BIG_SMEM else 2
-        self.seen: Dict[Tuple[int, int, int, int], str] = {}   # kernels described so far
-
-    @staticmethod
-    def _device_properties(torch, device: int) -> Dict[str, int]:
-        """Triton's view of the device (what the tutorial reads); torch's where it has none."""
-        try:
-            props = dict(triton.runtime.driver.active.utils.get_device_properties(device))
-        except Exception:   # an older or different triton: use torch's numbers
-            props = {}
-        tp = torch.cuda.get_device_properties(device)
-        props.setdefault("multiprocessor_count", tp.multi_processor_count)
-        props.setdefault("max_num_regs", getattr(tp, "regs_per_multiprocessor", 65536))
-        props.setdefault("max_shared_mem", getattr(tp, "shared_memory_per_block_optin", 49152))
-        props.setdefault("warpSize", getattr(tp, "warp_size", 32))
-        return props
-
-    def plan(self, y, x) -> TritonLaunch:
-        """Compiles (or finds) the kernel for this shape and sizes the grid; TritonSkip if not."""
-        rows, cols = x.shape
-        block = triton.next_power_of_2(cols)
-        if block > TRITON_MAX_BLOCK:
-            raise TritonSkip(f"BLOCK_SIZE {block} is over {TRITON_MAX_BLOCK}: one row does not "
-                             f"fit the kernel")
-        try:
-            t0 = time.perf_counter()
-            compiled = self.kernel.warmup(y, x, x.stride(0), y.stride(0), rows, cols,
-                                          BLOCK_SIZE=block, STAGES=self.stages,
-                                          num_warps=TRITON_NUM_WARPS, num_stages=self.stages,
-                                          grid=(1,))
-            init = getattr(compiled, "_init_handles", None)
-            if init is not None:
-                init()                           # loads the binary: n_regs, and the smem check
-            regs = int(compiled.n_regs)
-            meta = getattr(compiled, "metadata", None)
-            smem = meta.get("shared") if isinstance(meta, dict) else getattr(meta, "shared", None)
-            smem = int(smem if smem is not None else getattr(compiled, "shared"))
-            seconds = time.perf_counter() - t0
-        except Exception as e:  # compile errors, OutOfResources, ...: skip this shape
-            first = (str(e).strip().splitlines() or [""])[0][:300]
-            raise TritonSkip(f"BLOCK_SIZE {block} did not compile or load "
-                             f"({type(e).__name__}: {first})") from e
-        by_regs = self.regs_per_sm // max(1, regs * self.warp_size * TRITON_NUM_WARPS)
-        by_smem = self.smem_per_block // smem if smem > 0 else by_regs
-        occupancy = max(1, min(by_regs, by_smem))
-        launch = TritonLaunch(block, regs, smem, by_regs, by_smem, occupancy,
-                              min(self.sm_count * occupancy, rows))
-        key = (block, cols % 16 == 0, regs, smem)
-        if key not in self.seen:
-            self.seen[key] = launch.describe()
-            say(f"  triton kernel {launch.describe()} (N % 16 {'==' if cols % 16 == 0 else '!='} "
-                f"0; ready in {seconds:.1f} s)")
-        return launch
-
-    def launcher(self, launch: TritonLaunch, y, x) -> Callable[[], None]:
-        rows, cols = x.shape
-        run = self.kernel[(launch.programs,)]
-        sx, sy, block, stages = x.stride(0), y.stride(0), launch.block, self.stages
-
-        def fn() -> None:
-            run(y, x, sx, sy, rows, cols, BLOCK_SIZE=block, STAGES=stages,
-                num_warps=TRITON_NUM_WARPS, num_stages=stages)
-        return fn
-
-    def verified_run(self, torch, launch: TritonLaunch, x, ref) -> None:
-        """One launch into a NaN-poisoned output with guard zones either side; CheckFailed if a
-        guard changed or the result is wrong."""
-        rows, cols = x.shape
-        buf = torch.full((rows * cols + 2 * GUARD,), GUARD_VALUE, dtype=torch.float32,
-                         device="cuda")
-        y = buf[GUARD:GUARD + rows * cols].view(rows, cols)
-        y.fill_(float("nan"))
-        self.launcher(launch, y, x)()
-        torch.cuda.synchronize()
-        guards = torch.cat([buf[:GUARD], buf[GUARD + rows * cols:]])
-        if not bool((guards == GUARD_VALUE).all()):
-            raise CheckFailed(f"triton at M={rows} N={cols} wrote outside its output")
-        check_softmax(torch, "triton", ref, y, rows, cols)
-
-    def context(self) -> Dict[str, str]:
-        return {
-            "version:triton": self.version,
-            "triton_launch": (f"num_warps={TRITON_NUM_WARPS}, num_stages={self.stages}; programs = "
-                              f"{self.sm_count} SMs x min({self.regs_per_sm} registers // "
-                              f"(registers per thread x {self.warp_size} x {TRITON_NUM_WARPS}), "
-                              f"{self.smem_per_block} B // the kernel's shared memory), at most M"),
-            "triton_kernels": "; ".join(f"{self.seen[k]} (N % 16 {'==' if k[1] else '!='} 0)"
-                                        for k in sorted(self.seen)),
-        }
-
-
-# ------------------------------------------------------------------------------------------------
-# Output
-# ------------------------------------------------------------------------------------------------
-
-def nvidia_smi_facts() -> Dict[str, str]:
-    facts: Dict[str, str] = {}
-    if not shutil.which("nvidia-smi"):
-        return facts
-    select = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    p = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"] +
-                       (["-i", select] if select else []), capture_output=True, text=True)
-    if p.returncode == 0 and p.stdout.strip():
-        facts["driver"] = p.stdout.strip().splitlines()[0].strip()
-    m = re.search(r"CUDA Version:\s*([\d.]+)",
-                  subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout)
-    if m:
-        facts["driver_cuda"] = m.group(1)
-    return facts
-
-
-def bench_name(impl: str, sweep: str, rows: int, cols: int) -> str:
-    return f"{impl}/{sweep}/M:{rows}/N:{cols}/iterations:1/manual_time"
-
-
-def entry(impl: str, sweep: str, rows: int, cols: int, median_ms: float, min_ms: float,
-          memcpy_ms: float) -> Dict[str, object]:
-    """One Google-Benchmark-like entry, counters as softmax_bench writes them."""
-    name = bench_name(impl, sweep, rows, cols)
-    gbps, memcpy_gbps = effective_gbps(rows, cols, median_ms), effective_gbps(rows, cols, memcpy_ms)
-    return {
-        "name": name, "family_index": 0, "per_family_instance_index": 0, "run_name": name,
-        "run_type": "iteration", "repetitions": 1, "repetition_index": 0, "threads": 1,
-        "iterations": 1, "real_time": median_ms * 1e3, "cpu_time": 0.0, "time_unit": "us",
-        "GBps": gbps, "M": float(rows), "N": float(cols), "bytes_per_second": gbps * 1e9,
-        "median_us": median_ms * 1e3, "memcpy_GBps": memcpy_gbps, "min_us": min_ms * 1e3,
-        "model_bytes": 2.0 * rows * cols * 4, "ratio_to_memcpy": gbps / memcpy_gbps, "label": impl,
-    }
-
-
-def skipped_entry(impl: str, sweep: str, rows: int, cols: int, why: str) -> Dict[str, object]:
-    """A shape an implementation could not run, as Google Benchmark writes SkipWithError."""
-    name = bench_name(impl, sweep, rows, cols)
-    return {
-        "name": name, "family_index": 0, "per_family_instance_index": 0, "run_name": name,
-        "run_type": "iteration", "repetitions": 1, "repetition_index": 0, "threads": 1,
-        "error_occurred": True, "error_message": why,
-        "iterations": 0, "real_time": 0.0, "cpu_time": 0.0, "time_unit": "us",
-        "M": float(rows), "N": float(cols), "label": impl,
-    }
 
 
 # ------------------------------------------------------------------------------------------------
