@@ -131,10 +131,14 @@ TEST_F(LibraryOnGpu, DescribeNamesThePathAndWhy) {
   // Rows of two floats: two rows a float4 on an 8-byte boundary, not off it.
   EXPECT_EQ(fastsoftmax::describe(a, a, 100000, 2).path, "pairs");
   EXPECT_NE(fastsoftmax::describe(fake(4), fake(4), 100000, 2).path, "pairs");
-  if (fastsoftmax::clusters_enabled()) {
+  if (fastsoftmax::clusters_enabled())
     EXPECT_EQ(fastsoftmax::describe(a, a, 2048, 65536).path, "cluster");
-    EXPECT_TRUE(fastsoftmax::describe(a, a, 2048, 65536).clusters);
-  }
+  // y starting right after x's 64 bytes (2 rows of 8 floats) is no overlap; 4 bytes sooner is.
+  EXPECT_NO_THROW((void)fastsoftmax::describe(a, fake(64), 2, 8));
+  EXPECT_FALSE(refusal([&] { (void)fastsoftmax::describe(a, fake(60), 2, 8); }).empty());
+  // Nothing was launched: a kernel run on these stand-in addresses would have faulted.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 // In place (x == y) gives, bit for bit, what a separate output gives (which test_gpu.cpp

@@ -2,6 +2,8 @@
 // fastsoftmax: whether thread block clusters are in use (sm_90 and later, unless turned off).
 #include <atomic>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "check.h"
@@ -23,10 +25,23 @@ std::atomic<bool> g_clusters_on{clusters_wanted_at_start()};
 
 bool clusters_usable() {
   if (!g_clusters_on.load()) return false;
-  int device = 0, major = 0;
+  // The device can launch clusters (sm_90 and later), and this build holds the cluster kernels
+  // for it. Looked up once per device.
+  static std::mutex mutex;
+  static std::map<int, bool> usable;
+  int device = 0;
   FS_CHECK(cudaGetDevice(&device));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto found = usable.find(device);
+    if (found != usable.end()) return found->second;
+  }
+  int major = 0, cluster_launch = 0;
   FS_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  return major >= 9;
+  FS_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device));
+  const bool ok = major >= 9 && cluster_launch != 0 && cluster_kernels_built();
+  std::lock_guard<std::mutex> lock(mutex);
+  return usable.emplace(device, ok).first->second;
 }
 
 void use_clusters(bool on) { g_clusters_on.store(on); }
@@ -40,6 +55,10 @@ std::string cluster_report() {
   if (major < 9)
     return "thread block clusters: not on this GPU (" + arch +
            "; they need sm_90): long rows and few rows take the fallback paths";
+  if (g_clusters_on.load() && !clusters_usable())
+    return "thread block clusters: not usable here (" + arch +
+           ": no cluster launch, or this build has no sm_90 code); long rows and few rows take "
+           "the fallback paths";
   if (!g_clusters_on.load())
     return "thread block clusters: turned off (set_clusters_enabled or FASTSOFTMAX_NO_CLUSTERS); "
            "long rows and few rows take the fallback paths";

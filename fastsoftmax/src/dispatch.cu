@@ -31,8 +31,17 @@ void dispatch(const float* x, float* y, int rows, int cols, cudaStream_t stream)
     note("pairs", "rows of two floats on an 8-byte boundary: two rows a float4");
     return launch_single<2>(x, y, rows, stream);
   }
-  // Long rows, and few rows, over several SMs (split.cu decides).
-  const SplitPlan plan = plan_split(rows, cols);
+  // Long rows, and few rows, over several SMs (split_plan.cu decides). A split this GPU cannot
+  // run (no cluster of the size the plan wants fits at once, as on a GPU shared or partitioned
+  // so that fewer SMs are free) is refused by make_split; the rows then take the paths below,
+  // which hold any row.
+  SplitPlan plan;
+  try {
+    plan = plan_split(rows, cols);
+  } catch (const Error& e) {
+    if (e.kind() != Error::Kind::kInvalidArgument) throw;
+    plan = SplitPlan{};
+  }
   if (plan.path != Split::kNone) return launch_split(plan, x, y, rows, cols, stream);
   // Short rows (docs/library.md, "Short rows"). The 16-lane band comes first: around one wave
   // of its blocks it is ahead of both the strided warps and the tiles.
@@ -98,11 +107,5 @@ int path_d_blocks_per_sm(int64_t slots) {
 }
 
 int64_t path_d_pair_slots() { return device_info().pair_slots; }
-
-bool reads_twice(int cols) {
-  const int64_t slots = cols / 4;
-  if (slots <= device_info().cache_slots) return false;
-  return !(clusters_usable() && slots <= int64_t(device_info().sms) * 2 * 8192);
-}
 
 }  // namespace fastsoftmax::detail

@@ -11,7 +11,4 @@ namespace fastsoftmax::detail {
 // launches nothing (plan_record.h).
 void dispatch(const float* x, float* y, int rows, int cols, cudaStream_t stream);
 
-// Whether rows of `cols` floats are read twice (the two_pass fallback) on the current device.
-bool reads_twice(int cols);
-
 }  // namespace fastsoftmax::detail

@@ -37,6 +37,9 @@ struct SplitPlan {
 // nor the environment variable FASTSOFTMAX_NO_CLUSTERS (set, and not "0", at first use) has
 // turned them off. Without them every shape runs one of the paths that give a row one block.
 bool clusters_usable();
+// Whether this build holds the cluster kernels for the current device (code for sm_90 or later,
+// not the stubs an older target carries).
+bool cluster_kernels_built();
 // Tests: turns every split path off (or back on) for this process, to run the fallbacks.
 void use_clusters(bool on);
 // One line for the program's output: whether clusters are used on this device, and why not.

@@ -31,8 +31,11 @@ void prepare(Kernel kernel, int packs, int threads, bool cluster) {
     return;
   FS_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(stage_bytes(packs, threads))));
-  if (cluster)
-    FS_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  // Clusters of 9-16 CTAs are not portable: a GPU that refuses them gets no cluster of that size
+  // (groups_that_fit counts 0 and the plan falls back), not an error.
+  if (cluster &&
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
+    (void)cudaGetLastError();
 }
 
 // The launch configuration of a plan; `attr` must outlive it.
@@ -84,7 +87,11 @@ int64_t groups_that_fit(const SplitPlan& plan) {
       int clusters = 0;
       const auto count = [&](auto kernel) {
         prepare(kernel, P, plan.threads, true);
-        FS_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+        // A cluster size the GPU cannot form (9-16 refused) is an error here: none fit.
+        if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+          (void)cudaGetLastError();
+          clusters = 0;
+        }
       };
       if (plan.path == Split::kClusterHeld && plan.threads == 1024) {
         count(held_cluster_rows_kernel<P, 1024>);
@@ -116,6 +123,21 @@ int64_t groups_that_fit(const SplitPlan& plan) {
   return fit;
 }
 
+bool cluster_kernels_built() {
+  // The cluster kernels exist only in code built for sm_90 or later; a build for older GPUs only
+  // carries stubs, which the driver would JIT for a Hopper GPU from their sm_80 PTX.
+  static std::mutex mutex;
+  static std::map<int, bool> built;  // per device
+  int device = 0;
+  FS_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = built.find(device);
+  if (found != built.end()) return found->second;
+  cudaFuncAttributes attributes{};
+  FS_CHECK(cudaFuncGetAttributes(&attributes, cluster_rows_kernel<8>));
+  return built.emplace(device, attributes.ptxVersion >= 90).first->second;
+}
+
 void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int cols,
                   cudaStream_t stream) {
   if (recording()) {
@@ -142,7 +164,12 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
     recorded(plan.groups * plan.parts, plan.threads);
     return;
   }
-  static std::map<int, unsigned> tagged_launches;  // per device, under the mutex below
+  // The exchange area of `grid` and `grid_held` is one per device: grid launches on different
+  // streams must not run at the same time, so each waits for the one before it. One mutex and one
+  // record for every kernel that uses the area, whatever its P (not one per instantiation below).
+  static std::mutex grid_mutex;
+  static std::map<int, cudaEvent_t> last_grid_launch;  // per device
+  static std::map<int, unsigned> tagged_launches;      // per device
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = config(plan, stream, &attr);
   with_split_packs(plan.packs, [&](auto p) {
@@ -178,14 +205,10 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
       FS_CHECK_LAUNCH();
       return;
     }
-    // The exchange area of `grid` and `grid_held` is one per device: grid launches on different
-    // streams must not run at the same time, so each waits for the one before it.
-    static std::mutex mutex;
-    static std::map<int, cudaEvent_t> last;
     int device = 0;
     FS_CHECK(cudaGetDevice(&device));
-    std::lock_guard<std::mutex> lock(mutex);
-    cudaEvent_t& done = last[device];
+    std::lock_guard<std::mutex> lock(grid_mutex);
+    cudaEvent_t& done = last_grid_launch[device];
     if (done == nullptr) {
       FS_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     } else {

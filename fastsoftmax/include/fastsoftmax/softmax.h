@@ -54,7 +54,9 @@ class Error : public std::runtime_error {
 // Other element types and the backward pass will be overloads beside this one.
 void softmax(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream = nullptr);
 
-// What softmax() would launch for these arguments on the current device, without launching it.
+// What softmax() would launch for these arguments on the current device, without launching it
+// or touching memory. Like a first call of softmax(), it may create the device's context and set
+// the library's kernels' function attributes (their shared memory and cluster sizes).
 struct Plan {
   std::string path;    // the path's name in docs/library.md's path table ("warp", "cluster", ...);
                        // "empty" for an empty matrix
@@ -66,10 +68,11 @@ struct Plan {
 Plan describe(const float* x, const float* y, int64_t rows, int64_t cols);
 
 // Thread block clusters (sm_90 and later) carry the paths for long rows and few rows. Without
-// them every shape still runs, on the other paths. They are on by default where the GPU has
-// them, unless the environment variable FASTSOFTMAX_NO_CLUSTERS is set (and not "0") when the
-// library is first used; set_clusters_enabled(false) turns them off for this process (tests use
-// it to run the fallbacks on Hopper).
+// them every shape still runs, on the other paths. They are on by default where the GPU has them
+// and the library was built for it, unless the environment variable FASTSOFTMAX_NO_CLUSTERS holds
+// a value other than "" and "0" when the program starts (it is read once, as the library is
+// loaded); set_clusters_enabled(false) turns them off for this process (tests use it to run the
+// fallbacks on Hopper).
 bool clusters_enabled();
 void set_clusters_enabled(bool on);
 
