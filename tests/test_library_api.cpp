@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -139,6 +140,20 @@ TEST_F(LibraryOnGpu, DescribeNamesThePathAndWhy) {
   // Nothing was launched: a kernel run on these stand-in addresses would have faulted.
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// On a GPU with clusters (sm_90 and later) a build for it uses them, unless turned off: the
+// long-row tests skip without clusters, so a wrong "no" here would hide them.
+TEST_F(LibraryOnGpu, ClustersOnWhereTheGpuHasThem) {
+  int device = 0, major = 0, cluster_launch = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device));
+  const char* off = std::getenv("FASTSOFTMAX_NO_CLUSTERS");
+  if (major < 9 || !cluster_launch || (off != nullptr && std::string(off) != "" &&
+                                       std::string(off) != "0"))
+    GTEST_SKIP() << fastsoftmax::cluster_report();
+  EXPECT_TRUE(fastsoftmax::clusters_enabled()) << fastsoftmax::cluster_report();
 }
 
 // In place (x == y) gives, bit for bit, what a separate output gives (which test_gpu.cpp
