@@ -4,13 +4,15 @@
 # and the shape scan, draws docs/img/*.png and rewrites the results tables in README.md and
 # docs/*.md.
 #
-#   tools/reproduce.sh [--with-dram] [--with-torch] [--second-gpu]
+#   tools/reproduce.sh [--with-dram] [--with-torch] [--dram-only] [--second-gpu]
 #
 #   --with-dram   also measure each step's DRAM traffic and what limits it with Nsight Compute
 #                 (tools/dram_traffic.py, tools/profile_limits.sh) and rewrite the dram and limits
 #                 tables; same as SOFTMAX_WITH_DRAM=1
 #   --with-torch  also time torch.softmax (tools/torch_softmax_bench.py) and overlay it on the
 #                 bandwidth chart; same as SOFTMAX_WITH_TORCH=1
+#   --dram-only   only the Nsight Compute part of --with-dram (after a run without it: the build,
+#                 then the DRAM and limits tables), so the two halves can run as separate jobs
 #   --second-gpu  a GPU other than the one the chapters quote (the repository's is an H200): the
 #                 JSON files and the charts (docs/img/*_<gpu>.png) are written beside the main
 #                 ones, and of the tables only the cross-GPU table (gpu-table) is rewritten
@@ -29,10 +31,12 @@ cd "$(dirname "$0")/.."
 with_dram=${SOFTMAX_WITH_DRAM:-0}
 with_torch=${SOFTMAX_WITH_TORCH:-0}
 second_gpu=0
+dram_only=0
 command_line="tools/reproduce.sh"
 for arg in "$@"; do
   case "$arg" in
     --with-dram) with_dram=1; command_line+=" --with-dram" ;;
+    --dram-only) with_dram=1; dram_only=1; command_line+=" --dram-only" ;;
     --with-torch) with_torch=1; command_line+=" --with-torch" ;;
     --second-gpu) second_gpu=1; command_line+=" --second-gpu" ;;
     -h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -95,6 +99,10 @@ say "configure and build (cmake --preset default; cmake --build --preset default
 cmake --preset default
 cmake --build --preset default
 
+scan_json=$results/shape_scan_$slug.json
+clocks_csv=$results/gpu_clocks_$slug.csv
+
+if [ "$dram_only" = 0 ]; then
 # 4. The benchmark, into a temporary file first so a failed run leaves the previous JSON alone.
 #    Meanwhile nvidia-smi logs the GPU's clocks, temperatures, power and clock-event reasons every
 #    5 seconds into $results/gpu_clocks_<gpu>.csv: a kernel that waits on its own latencies slows
@@ -162,10 +170,10 @@ python3 tools/plot_results.py "$bench_json" ${extra[@]+"${extra[@]}"} ${plot_arg
 # 7. The library on shapes drawn at random away from the sweeps (tools/shape_scan.cpp), beside the
 #    final lesson, cuDNN and memcpy: its tables in docs/library.md (the main GPU only).
 say "shape scan (build/softmax_shape_scan, about a minute)"
-scan_json=$results/shape_scan_$slug.json
 # The scan writes its JSON only when every shape verified, so a failed run leaves the last one.
 SOFTMAX_COMMIT="$commit" build/softmax_shape_scan --json "$scan_json"
 [ "$second_gpu" = 1 ] || python3 tools/scan_table.py "$scan_json"
+fi  # dram_only
 
 # 8. Optional: measured DRAM traffic against the model.
 if [ "$with_dram" = 1 ]; then
@@ -180,12 +188,14 @@ if [ "$with_dram" = 1 ]; then
 fi
 
 # 9. The verdict on the floors and tolerances (tools/bench_summary.py), from the files just written.
+[ "$dram_only" = 1 ] || {
 say "verdict (tools/bench_summary.py)"
 summary_args=(--scan "$scan_json")
 [ "$with_torch" = 1 ] && summary_args+=(--extra "$torch_json")
 [ -n "${SOFTMAX_BASELINE:-}" ] && summary_args+=(--baseline "$SOFTMAX_BASELINE")
 python3 tools/bench_summary.py "$bench_json" "${summary_args[@]}" \
   | tee "$results/bench_summary_$slug.txt" || true
+}
 
 say "done"
 echo "  benchmark JSON:  $bench_json"
