@@ -89,9 +89,10 @@ INSTANTIATE_TEST_SUITE_P(AllSteps, StepOnShape, ::testing::ValuesIn(all_implemen
                            return std::string(info.param.name);
                          });
 
-// Groups of shapes, one test per step and group: every combination of the group's row lengths,
-// input kinds and placements. CTest runs each test in its own process, whose start-up costs far
-// more than the launches of a group, so the many shapes below cost little time.
+// Groups of shapes: every combination of the group's row lengths, input kinds and placements. A
+// test per group for step07, step08 and the library, whose dispatch the groups were drawn around;
+// a test per step for the others (CTest runs each test in its own process, whose start-up costs
+// more than most groups' launches).
 //
 // Row lengths B-4 .. B+4 around each path boundary B of step07, where B is the last aligned N
 // (N % 4 == 0) on the lower side. A row of N floats starting `lead` floats past a 16-byte boundary
@@ -287,11 +288,21 @@ bool has_row_count_rules(const Step& s) {
   return name == "step07_persistent" || name == "step08_cluster" || name == "fastsoftmax";
 }
 
+// A test per group for the steps with row-count rules; the large groups of the others, a test
+// each in the exhaustive set. (The others' small groups run in one test per step: StepOnGroups.)
 std::vector<GroupParam> group_params(bool exhaustive) {
   std::vector<GroupParam> list;
   for (const Step& s : all_implementations())
     for (const Group& g : groups())
-      if (exhaustive == (large(g) && !has_row_count_rules(s))) list.push_back({s, g});
+      if (exhaustive ? large(g) && !has_row_count_rules(s) : has_row_count_rules(s))
+        list.push_back({s, g});
+  return list;
+}
+
+std::vector<Step> steps_without_row_count_rules() {
+  std::vector<Step> list;
+  for (const Step& s : all_implementations())
+    if (!has_row_count_rules(s)) list.push_back(s);
   return list;
 }
 
@@ -337,6 +348,21 @@ const auto group_test_name = [](const ::testing::TestParamInfo<GroupParam>& info
 };
 INSTANTIATE_TEST_SUITE_P(AllSteps, StepOnGroup, ::testing::ValuesIn(group_params(false)),
                          group_test_name);
+// Steps 00-06 on every small group, one test (one process) a step.
+class StepOnGroups : public testing::GpuTest<::testing::TestWithParam<Step>> {};
+
+TEST_P(StepOnGroups, MatchesReference) {
+  const Step& step = GetParam();
+  for (const Group& g : groups())
+    if (!large(g)) check_all(step, g.rows, g.cols, g.kinds, g.placements);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSteps, StepOnGroups,
+                         ::testing::ValuesIn(steps_without_row_count_rules()),
+                         [](const ::testing::TestParamInfo<Step>& info) {
+                           return std::string(info.param.name);
+                         });
+
 // tests/CMakeLists.txt gives the tests whose names start with "Exhaustive/" the label.
 INSTANTIATE_TEST_SUITE_P(Exhaustive, StepOnGroup, ::testing::ValuesIn(group_params(true)),
                          group_test_name);
