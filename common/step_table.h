@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/softmax.h"
+#include "fastsoftmax/softmax.h"
 
 #define SOFTMAX_STEP_TABLE(X) \
   X(step00_naive)             \
@@ -42,6 +43,10 @@ inline const std::vector<Step>& all_steps() {
 // The library, fastsoftmax::softmax, as a line of the table's kind, named "fastsoftmax"
 // (common/library_step.cpp).
 const Step& library();
+
+// The library's plan for rows x cols in 16-byte aligned buffers, as cudaMalloc gives them and the
+// harness and the benchmark time them (fastsoftmax::describe on a stand-in address).
+fastsoftmax::Plan library_plan(int64_t rows, int64_t cols);
 
 // Every step, then the library: what the tour, the benchmark and the GPU tests run.
 inline const std::vector<Step>& all_implementations() {

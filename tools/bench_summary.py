@@ -28,6 +28,7 @@ A sweep missing from the JSON, or a point a step skipped, counts as a miss.
 Exit code 0 when every check holds, 1 when one does not, 2 on bad input.
 """
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -166,7 +167,6 @@ def check_baseline(res, base, step):
 def check_scan(path):
     """The shape scan's JSON: every shape verified or too large to verify, none failed; cuDNN
     ahead by more than 2% at none. Returns True when both hold."""
-    import json
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
