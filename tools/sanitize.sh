@@ -5,7 +5,10 @@
 # one verified launch (build/softmax_profile). Prints one summary line per run; exits 1 on any
 # error.
 #
-#   tools/sanitize.sh [--library-paths] [SHAPE ...]   (after: cmake --preset default && cmake --build build)
+#   tools/sanitize.sh [--library-paths] [-j N] [SHAPE ...]   (after: cmake --preset default && cmake --build build)
+#
+# -j N runs N sanitizer processes at once on the one GPU (default 1); the lines still print in the
+# order of the runs.
 #
 # SHAPE is NAME:ROWSxCOLS or NAME:ROWSxCOLS+XOFF+YOFF, NAME a step or fastsoftmax, e.g.
 # step07_persistent:512x1000+1+2: x and y placed XOFF and YOFF floats (0..3) past a 256-byte
@@ -63,16 +66,23 @@ library_paths() {
 synccheck_skip=" fastsoftmax:113x262147+1+1 fastsoftmax:48x196608 fastsoftmax:16x65536 fastsoftmax:95x36005+1+1 fastsoftmax:24x50001+2+2 fastsoftmax:50x50001+1+1 fastsoftmax:61x278531+1+1 fastsoftmax:40x524291+1+1 fastsoftmax:1x128259+1+1 fastsoftmax:4x80003+3+3 "
 
 runs=()
+jobs=1
 for dir in step[0-9][0-9]_*/; do runs+=("${dir%/}:1823x781"); done
 runs+=("fastsoftmax:1823x781")
-for arg in "$@"; do
-  case $arg in
+while [ $# -gt 0 ]; do
+  case $1 in
     --library-paths) mapfile -t -O "${#runs[@]}" runs < <(library_paths) ;;
+    -j) jobs=${2:-}; shift ;;
+    -j*) jobs=${1#-j} ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
-    -*) echo "sanitize.sh: unknown option $arg (see --help)"; exit 2 ;;
-    *) runs+=("$arg") ;;
+    -*) echo "sanitize.sh: unknown option $1 (see --help)"; exit 2 ;;
+    *) runs+=("$1") ;;
   esac
+  shift
 done
+if ! [[ $jobs =~ ^[1-9][0-9]*$ ]]; then
+  echo "sanitize.sh: -j takes a positive number of parallel runs, not '$jobs'"; exit 2
+fi
 
 # Check every shape before the first (slow) run.
 shape_re='^([A-Za-z0-9_]+)(@noclusters)?:([0-9]+)x([0-9]+)(\+([0-3])\+([0-3]))?$'
@@ -86,15 +96,15 @@ done
 command -v "$san" >/dev/null || { echo "sanitize.sh: $san not found (it ships with the CUDA toolkit)"; exit 2; }
 [ -x "$prof" ] || { echo "sanitize.sh: $prof not built (cmake --preset default && cmake --build build)"; exit 2; }
 
-failed=0
-for run in "${runs[@]}"; do
+# One shape under every tool: its lines on stdout, exit 1 if any tool reported an error.
+sanitize_one() {
+  local run=$1 failed=0
   [[ $run =~ $shape_re ]]
-  step=${BASH_REMATCH[1]} rows=${BASH_REMATCH[3]} cols=${BASH_REMATCH[4]}
-  env_vars=()
+  local step=${BASH_REMATCH[1]} rows=${BASH_REMATCH[3]} cols=${BASH_REMATCH[4]}
+  local env_vars=() offsets=()
   [ -n "${BASH_REMATCH[2]}" ] && env_vars=(FASTSOFTMAX_NO_CLUSTERS=1)
-  offsets=()
   [ -n "${BASH_REMATCH[5]}" ] && offsets=("${BASH_REMATCH[6]}" "${BASH_REMATCH[7]}")
-  shape=${run#*:}
+  local shape=${run#*:} tool out rc summary
   for tool in "${tools[@]}"; do
     if [ "$tool" = synccheck ] && [[ $synccheck_skip == *" $run "* ]]; then
       printf '%-22s %-15s %-10s skipped (clusters of 9-16: see the note at the top)\n' \
@@ -112,6 +122,25 @@ for run in "${runs[@]}"; do
       tail -20 <<<"$out"
     fi
   done
-done
+  return "$failed"
+}
+
+failed=0
+if [ "$jobs" -eq 1 ]; then
+  for run in "${runs[@]}"; do sanitize_one "$run" || failed=1; done
+else
+  # Each run writes to its own file; they are printed in order once all have finished.
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  for i in "${!runs[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+    ( sanitize_one "${runs[$i]}" >"$tmp/$i.log" 2>&1 || touch "$tmp/$i.failed" ) &
+  done
+  wait
+  for i in "${!runs[@]}"; do
+    cat "$tmp/$i.log"
+    [ -e "$tmp/$i.failed" ] && failed=1
+  done
+fi
 [ "$failed" -eq 0 ] && echo "sanitize.sh: all runs clean" || echo "sanitize.sh: ERRORS found"
 exit "$failed"
