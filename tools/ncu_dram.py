@@ -109,11 +109,17 @@ def in_namespace(namespace: str, mangled: str) -> bool:
     return f"_ZN{len(namespace)}{namespace}" in mangled
 
 
+# Lessons that launch an earlier lesson's kernels as well as their own: step08 hands the rows it
+# does not split over a cluster to step07's kernels (step08_cluster/CMakeLists.txt links them).
+BORROWED = {"step08_cluster": ("step07_persistent",)}
+
+
 def owns(step: str, kernel: str) -> bool:
-    """Whether a kernel belongs to the step: a step's kernels live in its namespace, the unfused
-    baseline's in baselines::; cuDNN's are the library's own, and the launch runs nothing else."""
+    """Whether a kernel belongs to the step: a step's kernels live in its namespace (or in that of
+    a lesson it borrows from), the unfused baseline's in baselines::; cuDNN's are the library's
+    own, and the launch runs nothing else."""
     if pr.STEP_RE.match(step):
-        return in_namespace(step, kernel)
+        return any(in_namespace(ns, kernel) for ns in (step, *BORROWED.get(step, ())))
     if step == "unfused":
         return in_namespace("baselines", kernel)
     return True
@@ -148,7 +154,8 @@ def profile_one(ncu: str, profile: Path, step: str, rows: int, cols: int) -> Dic
         print(f"warning: {where}: not counted, not the step's: "
               f"{', '.join(str(k['name']) for k in foreign)}", file=sys.stderr)
     if not mine:
-        raise pr.ToolError(f"{where}: none of the profiled kernels is in namespace {step}::")
+        raise pr.ToolError(f"{where}: none of the profiled kernels is in namespace "
+                           f"{' or '.join(n + '::' for n in (step, *BORROWED.get(step, ())))}")
 
     def total(metric: str) -> float:
         return sum(float(k["bytes"][metric]) for k in mine)
