@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Summarise the GPU clock log that tools/reproduce.sh records during the benchmark.
 
-    python3 tools/clock_summary.py docs/results/gpu_clocks_h100.csv [--parts 4]
+    python3 tools/clock_summary.py docs/results/gpu_clocks_h200.csv [--parts 4]
 
 The log is nvidia-smi's CSV (timestamp, clocks.sm, clocks.mem, temperature.gpu,
 temperature.memory, power.draw, clocks_event_reasons.active), a sample every 5 seconds. The run is

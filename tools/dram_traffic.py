@@ -221,7 +221,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="render the tables from a saved JSON; runs nothing on the GPU")
     ap.add_argument("--out", type=Path, metavar="FILE",
                     help="where the JSON goes (default: docs/results/dram_traffic_<gpu>.json, "
-                         "<gpu> as in tools/reproduce.sh, e.g. h100)")
+                         "<gpu> as in tools/reproduce.sh, e.g. h200)")
     ap.add_argument("--steps", metavar="A,B", help="steps and baselines to profile (default: every "
                     "stepNN_* folder, unfused, and cudnn when built)")
     ap.add_argument("--shapes", type=lambda s: [parse_shape(x) for x in s.split(",") if x],

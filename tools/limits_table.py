@@ -13,7 +13,7 @@ stall reasons that cost the most cycles per issued instruction. Numbers come fro
 
   python3 tools/limits_table.py [CSV] [--check]
 
-CSV defaults to docs/results/ncu_limits_h100.csv. --check writes nothing and exits 1 when a table
+CSV defaults to docs/results/ncu_limits_h200.csv. --check writes nothing and exits 1 when a table
 would change.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import plot_results as pr  # noqa: E402  (the marker code)
 
-DEFAULT_CSV = pr.REPO_ROOT / "docs" / "results" / "ncu_limits_h100.csv"
+DEFAULT_CSV = pr.REPO_ROOT / "docs" / "results" / "ncu_limits_h200.csv"
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"
 TOP_STALLS = 3

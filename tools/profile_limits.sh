@@ -7,13 +7,19 @@
 # launch's registers, block and grid size, and the warp stall reasons (cycles a warp spends
 # stalled per instruction it issues, by reason). Writes a CSV (default
 # docs/results/ncu_limits_<gpu>.csv) whose header names the GPU, driver, ncu and the command;
-# tools/limits_table.py turns it into the chapters' limits tables.
+# tools/limits_table.py turns it into the chapters' limits tables. With the default shapes,
+# step08_cluster and the library are also profiled at 2048x65536 and 64x262144 (a long-rows and a
+# few-rows shape), since at the staircase's shapes step08 runs step07's kernels, not its cluster.
 #
 #   tools/profile_limits.sh [ROWSxCOLS ...]   (after: cmake --preset default && cmake --build build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shapes=("$@")
-[ "${#shapes[@]}" -eq 0 ] && shapes=(4096x1024 4096x4096 4096x16384)
+cluster_shapes=()
+if [ "${#shapes[@]}" -eq 0 ]; then
+  shapes=(4096x1024 4096x4096 4096x16384)
+  cluster_shapes=(2048x65536 64x262144)
+fi
 for shape in "${shapes[@]}"; do
   [[ $shape =~ ^[0-9]+x[0-9]+$ ]] || { echo "profile_limits.sh: bad shape '$shape' (ROWSxCOLS)"; exit 2; }
 done
@@ -32,10 +38,12 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 {
   echo "# $gpu, driver $driver, $("$ncu" --version | tail -1)"
-  echo "# command: tools/profile_limits.sh ${shapes[*]}  (ncu --clock-control none --metrics $metrics,$stalls)"
+  echo "# command: tools/profile_limits.sh ${shapes[*]}${cluster_shapes[*]+ (step08_cluster and fastsoftmax also ${cluster_shapes[*]})}  (ncu --clock-control none --metrics $metrics,$stalls)"
   echo "step,shape,kernel,metric,unit,value"
-  for shape in "${shapes[@]}"; do
-    for step in $(ls -d step[0-9][0-9]_*/ | tr -d /) fastsoftmax; do
+  for shape in "${shapes[@]}" ${cluster_shapes[@]+"${cluster_shapes[@]}"}; do
+    steps=$(ls -d step[0-9][0-9]_*/ | tr -d /)
+    [[ " ${cluster_shapes[*]-} " == *" $shape "* ]] && steps=step08_cluster
+    for step in $steps fastsoftmax; do
       "$ncu" --clock-control none --csv --print-units base --metrics "$metrics,$stalls" \
         build/softmax_profile "$step" "${shape%x*}" "${shape#*x}" >"$tmp" 2>&1 ||
         { echo "ncu failed on $step $shape" >&2; tail -5 "$tmp" >&2; exit 1; }

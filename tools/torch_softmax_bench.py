@@ -52,7 +52,7 @@ model_bytes), so tools/plot_results.py can overlay it:
 
   python3 tools/torch_softmax_bench.py [--out FILE] [--sweeps grid,irregular,short] [--no-triton]
                                        [--runs K] [--commit C] [--command C]
-  python3 tools/plot_results.py docs/results/bench_h100.json --extra docs/results/torch_h100.json
+  python3 tools/plot_results.py docs/results/bench_h200.json --extra docs/results/torch_h200.json
 
 Exit codes: 0 done (also when the Triton peer, or some of its shapes, were skipped); 1 a check
 failed (a wrong result, a write out of bounds, a CUDA error); 2 torch missing or bad arguments;
@@ -127,7 +127,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, metavar="FILE",
-                    help="output JSON (default: docs/results/torch_<gpu>.json, e.g. torch_h100.json)")
+                    help="output JSON (default: docs/results/torch_<gpu>.json, e.g. torch_h200.json)")
     ap.add_argument("--sweeps", type=parse_sweeps, default=list(SWEEPS), metavar="LIST",
                     help=f"comma-separated sweeps to run (default: {','.join(SWEEPS)})")
     ap.add_argument("--no-triton", action="store_true", help="time torch.softmax alone")
