@@ -3,13 +3,19 @@
 //
 //   #include <fastsoftmax/softmax.h>
 //   fastsoftmax::softmax(x, y, rows, cols, stream);   // y[r][c] = exp(x[r][c]) / sum_c' exp(x[r][c'])
+//   fastsoftmax::softmax_backward(y, dy, dx, rows, cols, stream);  // dx = y * (dy - sum(dy * y))
 //
+// float32, bfloat16 (__nv_bfloat16) and float16 (__half): input and output in the same dtype,
+// all arithmetic in float32.
 // The call picks one of several kernels by the shape, the pointers' alignment and the GPU (which
 // path takes which shape, and why: docs/library.md). `describe` names the path a call would take.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -51,8 +57,31 @@ class Error : public std::runtime_error {
 //     a fault inside a kernel shows at the next synchronisation, as with any launch.
 //   - thread-safe; per-device facts are looked up once and cached.
 //
-// Other element types and the backward pass will be overloads beside this one.
 void softmax(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream = nullptr);
+
+// The same in 16-bit dtypes: x and y in bfloat16 or float16, each value converted to float32,
+// the row's softmax computed as above, and the result rounded to the dtype (to nearest even).
+// The contract is the float32 one with "4-byte aligned" read as "2-byte aligned".
+void softmax(const __nv_bfloat16* x, __nv_bfloat16* y, int64_t rows, int64_t cols,
+             cudaStream_t stream = nullptr);
+void softmax(const __half* x, __half* y, int64_t rows, int64_t cols, cudaStream_t stream = nullptr);
+// softmax(nullptr, nullptr, ...) (an empty matrix) as it was before the 16-bit overloads: float32.
+inline void softmax(std::nullptr_t x, std::nullptr_t y, int64_t rows, int64_t cols,
+                    cudaStream_t stream = nullptr) {
+  softmax(static_cast<const float*>(x), static_cast<float*>(y), rows, cols, stream);
+}
+
+// The backward pass: given the forward's output y and the gradient dy of the loss with respect
+// to it, the gradient with respect to x, row by row: dx[r][c] = y[r][c] * (dy[r][c] - d_r),
+// d_r = sum_c' dy[r][c'] * y[r][c'], computed in float32 and rounded to the dtype. The contract
+// is the forward's, for three pointers: y and dy are read, dx is written; dx may be y or dy (in
+// place) but may not otherwise overlap either.
+void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
+                      cudaStream_t stream = nullptr);
+void softmax_backward(const __nv_bfloat16* y, const __nv_bfloat16* dy, __nv_bfloat16* dx,
+                      int64_t rows, int64_t cols, cudaStream_t stream = nullptr);
+void softmax_backward(const __half* y, const __half* dy, __half* dx, int64_t rows, int64_t cols,
+                      cudaStream_t stream = nullptr);
 
 // What softmax() would launch for these arguments on the current device, without launching it
 // or touching memory. Like a first call of softmax(), it may create the device's context and set
@@ -66,6 +95,17 @@ struct Plan {
                           // unasked, for an empty matrix)
 };
 Plan describe(const float* x, const float* y, int64_t rows, int64_t cols);
+Plan describe(const __nv_bfloat16* x, const __nv_bfloat16* y, int64_t rows, int64_t cols);
+Plan describe(const __half* x, const __half* y, int64_t rows, int64_t cols);
+inline Plan describe(std::nullptr_t x, std::nullptr_t y, int64_t rows, int64_t cols) {
+  return describe(static_cast<const float*>(x), static_cast<const float*>(y), rows, cols);
+}
+Plan describe_backward(const float* y, const float* dy, const float* dx, int64_t rows,
+                       int64_t cols);
+Plan describe_backward(const __nv_bfloat16* y, const __nv_bfloat16* dy, const __nv_bfloat16* dx,
+                       int64_t rows, int64_t cols);
+Plan describe_backward(const __half* y, const __half* dy, const __half* dx, int64_t rows,
+                       int64_t cols);
 
 // Thread block clusters (sm_90 and later) carry the paths for long rows and few rows. Without
 // them every shape still runs, on the other paths. They are on by default where the GPU has them

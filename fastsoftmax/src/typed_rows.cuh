@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+// fastsoftmax: the kernels for 16-bit rows (bf16, fp16) and for the backward pass in every dtype
+// (docs/library.md, "Other dtypes and the backward pass"). Values travel in their dtype and are
+// computed in float32.
+//
+// A row is split as the float paths split it (row_split.cuh), in units of 16 bytes: the head (the
+// elements before the row's first 16-byte boundary), the body (whole 16-byte packs: 8 bf16 or
+// fp16, 4 floats) and the tail. kVec is the elements a pack: 16 / sizeof(T), or 1 where the
+// pointers do not share their offset from a 16-byte boundary (then every access is one element
+// and there is no head or tail).
+//
+// Three mappings, picked by the row's length (typed_launch.cuh):
+//   - in registers: kThreads threads a row, a group of 1-32 lanes or a whole block, each holding
+//     kPacks packs and its head and tail elements; the row is read once and written once;
+//   - two passes: a block a row for rows longer than a block holds; the first pass reduces, the
+//     second reads the row again to write it (three accesses an element instead of two).
+// Forward: y = exp(x - max) / sum exp(x - max). Backward: dx = y * (dy - sum(dy * y)).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "reduce.cuh"
+
+namespace fastsoftmax::detail {
+
+// Conversions between a dtype and the float32 all arithmetic is done in (round to nearest even).
+template <typename T>
+struct Elem;
+template <>
+struct Elem<float> {
+  static __device__ __forceinline__ float in(float v) { return v; }
+  static __device__ __forceinline__ float out(float v) { return v; }
+};
+template <>
+struct Elem<__half> {
+  static __device__ __forceinline__ float in(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half out(float v) { return __float2half_rn(v); }
+};
+template <>
+struct Elem<__nv_bfloat16> {
+  static __device__ __forceinline__ float in(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 out(float v) { return __float2bfloat16_rn(v); }
+};
+
+// kVec elements moved by one access: 16 bytes (one 128-bit load or store) for a full pack.
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+// Where a row's head, body and tail lie. Every pointer of a launch shares its offset from a
+// 16-byte boundary (the launcher checks), so x's row start tells the split for all of them.
+template <typename T, int kVec>
+struct TypedSplit {
+  int head = 0, body = 0, tail = 0;  // elements, packs, elements
+  __device__ __forceinline__ TypedSplit(const T* row, int cols, bool live) {
+    if (!live) return;
+    if constexpr (kVec == 1) {
+      body = cols;
+    } else {
+      const int off = static_cast<int>((reinterpret_cast<uintptr_t>(row) / sizeof(T)) % kVec);
+      head = off == 0 ? 0 : min(cols, kVec - off);
+      body = (cols - head) / kVec;
+      tail = cols - head - body * kVec;
+    }
+  }
+};
+
+// The part of a row one thread holds: kPacks packs (pack t, t + kThreads, ...) and head and tail
+// elements t, t + kThreads, ... (kEdges of each).
+template <int kVec, int kThreads, int kPacks>
+struct HeldRow {
+  static constexpr int kEdges = kVec == 1 ? 0 : (kVec - 1 + kThreads - 1) / kThreads;
+  static constexpr int kEdgeSlots = kEdges > 0 ? kEdges : 1;
+  float body[kPacks][kVec];
+  float head[kEdgeSlots], tail[kEdgeSlots];
+};
+
+template <typename T, int kVec, int kThreads, int kPacks>
+__device__ __forceinline__ void load_held(const T* row, const TypedSplit<T, kVec>& s, int t,
+                                          float fill, HeldRow<kVec, kThreads, kPacks>& r) {
+  using Row = HeldRow<kVec, kThreads, kPacks>;
+  const auto* body = reinterpret_cast<const Pack<T, kVec>*>(row + s.head);
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int i = t + k * kThreads;
+    if (i < s.body) {
+      const Pack<T, kVec> p = body[i];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) r.body[k][e] = Elem<T>::in(p.v[e]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) r.body[k][e] = fill;
+    }
+  }
+  const T* tail = row + s.head + s.body * kVec;
+#pragma unroll
+  for (int e = 0; e < Row::kEdgeSlots; ++e) {
+    const int i = t + e * kThreads;
+    r.head[e] = Row::kEdges > 0 && i < s.head ? Elem<T>::in(row[i]) : fill;
+    r.tail[e] = Row::kEdges > 0 && i < s.tail ? Elem<T>::in(tail[i]) : fill;
+  }
+}
+
+template <typename T, int kVec, int kThreads, int kPacks>
+__device__ __forceinline__ void store_held(T* row, const TypedSplit<T, kVec>& s, int t,
+                                           const HeldRow<kVec, kThreads, kPacks>& r) {
+  using Row = HeldRow<kVec, kThreads, kPacks>;
+  auto* body = reinterpret_cast<Pack<T, kVec>*>(row + s.head);
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const int i = t + k * kThreads;
+    if (i < s.body) {
+      Pack<T, kVec> p;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) p.v[e] = Elem<T>::out(r.body[k][e]);
+      body[i] = p;
+    }
+  }
+  T* tail = row + s.head + s.body * kVec;
+#pragma unroll
+  for (int e = 0; e < Row::kEdgeSlots; ++e) {
+    const int i = t + e * kThreads;
+    if (Row::kEdges > 0 && i < s.head) row[i] = Elem<T>::out(r.head[e]);
+    if (Row::kEdges > 0 && i < s.tail) tail[i] = Elem<T>::out(r.tail[e]);
+  }
+}
+
+// Applies f to every value a thread holds (both edges included: padding is harmless to max,
+// exp and products as the fills are chosen).
+template <int kVec, int kThreads, int kPacks, typename F>
+__device__ __forceinline__ void for_each_held(HeldRow<kVec, kThreads, kPacks>& r, F f) {
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k)
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) f(r.body[k][e]);
+#pragma unroll
+  for (int e = 0; e < HeldRow<kVec, kThreads, kPacks>::kEdgeSlots; ++e) {
+    f(r.head[e]);
+    f(r.tail[e]);
+  }
+}
+
+// A value reduced over the kThreads threads of a row: shuffles inside a group of up to 32 lanes,
+// or the whole block through `slots` (one float a warp; block_all_reduce says why a max and a sum
+// need two arrays).
+template <int kThreads, bool kMax>
+__device__ __forceinline__ float row_all_reduce(float v, float* slots) {
+  if constexpr (kThreads <= kWarpSize) {
+    return group_all_reduce<kThreads, kMax>(v);
+  } else {
+    return block_all_reduce<kThreads, kMax>(v, slots);
+  }
+}
+
+// Blocks of 128 threads for the groups (four independent warps pack the SMs evenly), one row a
+// block of kThreads otherwise.
+template <int kThreads>
+__host__ __device__ constexpr int typed_block_threads() {
+  return kThreads <= kWarpSize ? 128 : kThreads;
+}
+
+// In registers. kBackward = false: out = softmax(a) (b unused). kBackward = true: a = y, b = dy,
+// out = dx. Grid-stride over warp-uniform row bases, so every lane of a warp reaches every
+// shuffle; a group past the last row takes part with nothing loaded or stored.
+template <typename T, int kVec, int kThreads, int kPacks, bool kBackward>
+__global__ void __launch_bounds__(typed_block_threads<kThreads>())
+    typed_rows_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+                      int rows, int cols) {
+  constexpr int kBlock = typed_block_threads<kThreads>();
+  constexpr int kRowsPerBlock = kBlock / kThreads;
+  constexpr int kSlots = kThreads > kWarpSize ? kThreads / kWarpSize : 1;
+  __shared__ float slots[2][kSlots];
+  const int t = threadIdx.x % kThreads;
+  const int sub = threadIdx.x / kThreads;
+  const int64_t stride = int64_t(gridDim.x) * kRowsPerBlock;
+  for (int64_t base = int64_t(blockIdx.x) * kRowsPerBlock; base < rows; base += stride) {
+    const int64_t row = base + sub;
+    const bool live = row < rows;
+    const int64_t offset = (live ? row : 0) * cols;
+    const TypedSplit<T, kVec> s(a + offset, cols, live);
+    HeldRow<kVec, kThreads, kPacks> v;
+    if constexpr (!kBackward) {
+      load_held(a + offset, s, t, -INFINITY, v);
+      float m = -INFINITY;
+      for_each_held(v, [&](float x) { m = fmaxf(m, x); });
+      m = row_all_reduce<kThreads, true>(m, slots[0]);
+      float sum = 0.f;
+      for_each_held(v, [&](float& x) {
+        x = exp_(x - m);
+        sum += x;
+      });
+      const float inv = reciprocal(row_all_reduce<kThreads, false>(sum, slots[1]));
+      for_each_held(v, [&](float& x) { x *= inv; });
+    } else {
+      HeldRow<kVec, kThreads, kPacks> g;
+      load_held(a + offset, s, t, 0.f, v);
+      load_held(b + offset, s, t, 0.f, g);
+      float dot = 0.f;
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) dot = fmaf(v.body[k][e], g.body[k][e], dot);
+#pragma unroll
+      for (int e = 0; e < HeldRow<kVec, kThreads, kPacks>::kEdgeSlots; ++e) {
+        dot = fmaf(v.head[e], g.head[e], dot);
+        dot = fmaf(v.tail[e], g.tail[e], dot);
+      }
+      dot = row_all_reduce<kThreads, false>(dot, slots[0]);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k)
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v.body[k][e] *= g.body[k][e] - dot;
+#pragma unroll
+      for (int e = 0; e < HeldRow<kVec, kThreads, kPacks>::kEdgeSlots; ++e) {
+        v.head[e] *= g.head[e] - dot;
+        v.tail[e] *= g.tail[e] - dot;
+      }
+    }
+    store_held(out + offset, s, t, v);
+  }
+}
+
+// Two passes, a block of kThreads a row, a few packs a thread in flight per step. Forward: an
+// online (max, sum) per thread, merged over the block, then exp(x - max) / sum written. Backward:
+// sum(y * dy), then y * (dy - sum) written.
+constexpr int kTypedTwoPassThreads = 512;
+
+template <typename T, int kVec, bool kBackward>
+__global__ void __launch_bounds__(kTypedTwoPassThreads)
+    typed_two_pass_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+                          int rows, int cols) {
+  constexpr int kThreads = kTypedTwoPassThreads;
+  // Packs a thread has in flight per step: four of one stream, two of each of two (more spilled).
+  constexpr int kTypedUnroll = kBackward ? 2 : 4;
+  __shared__ float2 pairs[kThreads / kWarpSize];
+  __shared__ float slots[kThreads / kWarpSize];
+  const int t = threadIdx.x;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t offset = row * cols;
+    const TypedSplit<T, kVec> s(a + offset, cols, true);
+    const auto* a_body = reinterpret_cast<const Pack<T, kVec>*>(a + offset + s.head);
+    const auto* b_body = reinterpret_cast<const Pack<T, kVec>*>(b + offset + s.head);
+    auto* o_body = reinterpret_cast<Pack<T, kVec>*>(out + offset + s.head);
+    const int64_t tail_at = offset + s.head + int64_t(s.body) * kVec;
+    // The head and tail element this thread owns (kVec - 1 < kThreads: at most one of each).
+    const bool has_head = kVec > 1 && t<s.head, has_tail = kVec> 1 && t < s.tail;
+
+    // Pass 1.
+    float m = -INFINITY, acc = 0.f;
+    auto take = [&](float va, float vb) {
+      if constexpr (kBackward) {
+        acc = fmaf(va, vb, acc);
+      } else {
+        float one[1] = {va};
+        online_add(m, acc, one);
+      }
+    };
+    for (int i0 = t; i0 < s.body; i0 += kThreads * kTypedUnroll) {
+      Pack<T, kVec> pa[kTypedUnroll], pb[kTypedUnroll];
+#pragma unroll
+      for (int u = 0; u < kTypedUnroll; ++u) {
+        const int i = i0 + u * kThreads;
+        if (i < s.body) {
+          pa[u] = a_body[i];
+          if constexpr (kBackward) pb[u] = b_body[i];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kTypedUnroll; ++u) {
+        if (i0 + u * kThreads >= s.body) break;
+        if constexpr (kBackward) {
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) take(Elem<T>::in(pa[u].v[e]), Elem<T>::in(pb[u].v[e]));
+        } else {
+          float v[kVec];
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) v[e] = Elem<T>::in(pa[u].v[e]);
+          online_add(m, acc, v);
+        }
+      }
+    }
+    if (has_head) take(Elem<T>::in(a[offset + t]), kBackward ? Elem<T>::in(b[offset + t]) : 0.f);
+    if (has_tail) {
+      take(Elem<T>::in(a[tail_at + t]), kBackward ? Elem<T>::in(b[tail_at + t]) : 0.f);
+    }
+    float scale_by = 0.f;  // forward: 1 / sum; backward: the dot product
+    if constexpr (kBackward) {
+      scale_by = block_all_reduce<kThreads, false>(acc, slots);
+    } else {
+      block_reduce_pair<kThreads>(m, acc, pairs);
+      scale_by = reciprocal(acc);
+    }
+    auto result = [&](float va, float vb) {
+      if constexpr (kBackward) {
+        return va * (vb - scale_by);
+      } else {
+        return exp_(va - m) * scale_by;
+      }
+    };
+
+    // Pass 2.
+    for (int i0 = t; i0 < s.body; i0 += kThreads * kTypedUnroll) {
+      Pack<T, kVec> pa[kTypedUnroll], pb[kTypedUnroll];
+#pragma unroll
+      for (int u = 0; u < kTypedUnroll; ++u) {
+        const int i = i0 + u * kThreads;
+        if (i < s.body) {
+          pa[u] = a_body[i];
+          if constexpr (kBackward) pb[u] = b_body[i];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kTypedUnroll; ++u) {
+        const int i = i0 + u * kThreads;
+        if (i >= s.body) break;
+        Pack<T, kVec> po;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          po.v[e] = Elem<T>::out(
+              result(Elem<T>::in(pa[u].v[e]), kBackward ? Elem<T>::in(pb[u].v[e]) : 0.f));
+        }
+        o_body[i] = po;
+      }
+    }
+    if (has_head) {
+      out[offset + t] = Elem<T>::out(
+          result(Elem<T>::in(a[offset + t]), kBackward ? Elem<T>::in(b[offset + t]) : 0.f));
+    }
+    if (has_tail) {
+      out[tail_at + t] = Elem<T>::out(
+          result(Elem<T>::in(a[tail_at + t]), kBackward ? Elem<T>::in(b[tail_at + t]) : 0.f));
+    }
+    // The next row (when the grid is smaller than the rows) reuses `pairs` and `slots`: every
+    // thread must be past this row's reads of them.
+    __syncthreads();
+  }
+}
+
+}  // namespace fastsoftmax::detail

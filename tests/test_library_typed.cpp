@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: MIT
+// The library in bfloat16 and float16 (forward) and in every dtype backward
+// (fastsoftmax/src/typed_rows.cuh): each mapping, with 16-byte packs and one element an access,
+// rows starting on and off 16-byte boundaries, in place, against a double-precision reference
+// computed from the very inputs the GPU saw (rounded to the dtype).
+//
+// Tolerances, per element (ulp: the unit in the last place of the dtype at the reference value;
+// tiny: the dtype's smallest step near zero, 2^-24 in float16, 2^-133 in bfloat16, 2^-149 in
+// float32):
+//   forward:  |y - ref| <= ulp(ref) + tiny, and |sum of a row - 1| <= eps + cols * tiny + 1e-5,
+//             eps = 2^-7 (bfloat16), 2^-10 (float16): each element rounded to half an ulp, one
+//             more for the float32 exponential;
+//   backward: |dx - ref| <= ulp(ref) + tiny + 2^-24 * (64 + cols / 64) * |y| * (|dy| + s),
+//             s = sum |dy * y| over the row: the float32 sum of the row's products, whose
+//             rounding grows with the terms a thread adds (cols / 64 bounds them) and the
+//             reduction's levels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/device_buffer.h"
+#include "fastsoftmax/softmax.h"
+#include "gpu_test.h"
+
+namespace {
+
+using fastsoftmax::Error;
+
+template <typename T>
+struct DType;
+template <>
+struct DType<float> {
+  static constexpr const char* kName = "float32";
+  static constexpr int kMantissa = 23;
+  static constexpr int kMinExp = -126;  // smallest normal exponent
+  static float in(float v) { return v; }
+  static float out(float v) { return v; }
+};
+template <>
+struct DType<__half> {
+  static constexpr const char* kName = "float16";
+  static constexpr int kMantissa = 10;
+  static constexpr int kMinExp = -14;
+  static float in(__half v) { return __half2float(v); }
+  static __half out(float v) { return __float2half_rn(v); }
+};
+template <>
+struct DType<__nv_bfloat16> {
+  static constexpr const char* kName = "bfloat16";
+  static constexpr int kMantissa = 7;
+  static constexpr int kMinExp = -126;
+  static float in(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __nv_bfloat16 out(float v) { return __float2bfloat16_rn(v); }
+};
+
+template <typename T>
+double tiny() {
+  return std::ldexp(1.0, DType<T>::kMinExp - DType<T>::kMantissa);
+}
+template <typename T>
+double ulp(double v) {
+  v = std::fabs(v);
+  if (v == 0) return tiny<T>();
+  const int e = std::max(std::ilogb(v), DType<T>::kMinExp);
+  return std::ldexp(1.0, e - DType<T>::kMantissa);
+}
+
+// Deterministic uniform values in [lo, hi).
+struct Lcg {
+  uint64_t s;
+  double next(double lo, double hi) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * double(s >> 11) * 0x1p-53;
+  }
+};
+
+struct Case {
+  const char* name;
+  int rows, cols;
+  int off_a, off_b, off_out;  // elements past a 256-byte aligned allocation
+  const char* path;           // describe()'s path
+  bool packs;                 // 16-byte packs (false: one element an access)
+  int in_place = 0;           // 0 none; forward 1: y = x; backward 1: dx = dy, 2: dx = y
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) { return info.param.name; }
+
+// Device memory holding `count` elements at element offset `off` of a fresh allocation.
+template <typename T>
+struct Placed {
+  softmax::DeviceBuffer<T> buffer;
+  T* ptr;
+  Placed(size_t count, int off) : buffer(count + 16), ptr(buffer.get() + off) {}
+};
+
+template <typename T>
+void upload(T* dst, const std::vector<T>& src) {
+  ASSERT_EQ(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice),
+            cudaSuccess);
+}
+template <typename T>
+std::vector<T> download(const T* src, size_t count) {
+  std::vector<T> out(count);
+  EXPECT_EQ(cudaMemcpy(out.data(), src, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  return out;
+}
+
+// The softmax of each row of `x` in double.
+template <typename T>
+std::vector<double> reference_forward(const std::vector<T>& x, int rows, int cols) {
+  std::vector<double> y(x.size());
+  for (int r = 0; r < rows; ++r) {
+    const T* in = x.data() + size_t(r) * cols;
+    double m = -INFINITY, s = 0;
+    for (int c = 0; c < cols; ++c) m = std::max(m, double(DType<T>::in(in[c])));
+    for (int c = 0; c < cols; ++c) s += std::exp(double(DType<T>::in(in[c])) - m);
+    for (int c = 0; c < cols; ++c) {
+      y[size_t(r) * cols + c] = std::exp(double(DType<T>::in(in[c])) - m) / s;
+    }
+  }
+  return y;
+}
+
+template <typename T>
+void check_forward(const Case& c) {
+  const size_t n = size_t(c.rows) * c.cols;
+  Lcg rng{uint64_t(c.rows) * 7919 + c.cols};
+  std::vector<T> x(n);
+  for (auto& v : x) v = DType<T>::out(float(rng.next(-6, 6)));
+  const std::vector<double> ref = reference_forward(x, c.rows, c.cols);
+
+  Placed<T> dx(n, c.off_a), dy(n, c.off_out);
+  T* out = c.in_place == 1 ? dx.ptr : dy.ptr;
+  upload(dx.ptr, x);
+  const fastsoftmax::Plan plan = fastsoftmax::describe(dx.ptr, out, c.rows, c.cols);
+  EXPECT_EQ(plan.path, c.path) << plan.why;
+  EXPECT_NE(
+      plan.config.find(c.packs ? (sizeof(T) == 2 ? "packs of 8" : "packs of 4") : "packs of 1"),
+      std::string::npos)
+      << plan.config;
+  fastsoftmax::softmax(dx.ptr, out, c.rows, c.cols);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<T> y = download(out, n);
+
+  int bad = 0;
+  double worst_sum = 0;
+  for (int r = 0; r < c.rows; ++r) {
+    double sum = 0;
+    for (int col = 0; col < c.cols; ++col) {
+      const size_t i = size_t(r) * c.cols + col;
+      const double got = DType<T>::in(y[i]);
+      sum += got;
+      if (!(std::fabs(got - ref[i]) <= ulp<T>(ref[i]) + tiny<T>()) && bad++ < 5) {
+        ADD_FAILURE() << DType<T>::kName << " row " << r << " col " << col << ": got " << got
+                      << ", reference " << ref[i] << " (x = " << DType<T>::in(x[i]) << ")";
+      }
+    }
+    worst_sum = std::max(worst_sum, std::fabs(sum - 1));
+  }
+  EXPECT_EQ(bad, 0) << "elements out of tolerance";
+  const double sum_tol = std::ldexp(1.0, -DType<T>::kMantissa) + c.cols * tiny<T>() + 1e-5;
+  EXPECT_LE(worst_sum, sum_tol) << "a row's sum is off 1 by more than the dtype holds";
+}
+
+template <typename T>
+void check_backward(const Case& c) {
+  const size_t n = size_t(c.rows) * c.cols;
+  Lcg rng{uint64_t(c.rows) * 104729 + c.cols};
+  std::vector<T> x(n), y(n), g(n);
+  for (auto& v : x) v = DType<T>::out(float(rng.next(-4, 4)));
+  const std::vector<double> soft = reference_forward(x, c.rows, c.cols);
+  for (size_t i = 0; i < n; ++i) {
+    y[i] = DType<T>::out(float(soft[i]));
+    g[i] = DType<T>::out(float(rng.next(-1, 1)));
+  }
+  Placed<T> py(n, c.off_a), pg(n, c.off_b), pd(n, c.off_out);
+  upload(py.ptr, y);
+  upload(pg.ptr, g);
+  T* dx = c.in_place == 1 ? pg.ptr : c.in_place == 2 ? py.ptr : pd.ptr;
+  const fastsoftmax::Plan plan = fastsoftmax::describe_backward(py.ptr, pg.ptr, dx, c.rows, c.cols);
+  EXPECT_EQ(plan.path, c.path) << plan.why;
+  EXPECT_NE(
+      plan.config.find(c.packs ? (sizeof(T) == 2 ? "packs of 8" : "packs of 4") : "packs of 1"),
+      std::string::npos)
+      << plan.config;
+  fastsoftmax::softmax_backward(py.ptr, pg.ptr, dx, c.rows, c.cols);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<T> got = download(dx, n);
+
+  const double per_term = std::ldexp(1.0, -24) * (64 + c.cols / 64.0);
+  int bad = 0;
+  for (int r = 0; r < c.rows; ++r) {
+    const size_t base = size_t(r) * c.cols;
+    double dot = 0, dot_abs = 0;
+    for (int col = 0; col < c.cols; ++col) {
+      const double p = double(DType<T>::in(y[base + col])) * DType<T>::in(g[base + col]);
+      dot += p;
+      dot_abs += std::fabs(p);
+    }
+    for (int col = 0; col < c.cols; ++col) {
+      const size_t i = base + col;
+      const double yi = DType<T>::in(y[i]), gi = DType<T>::in(g[i]);
+      const double ref = yi * (gi - dot);
+      const double tol =
+          ulp<T>(ref) + tiny<T>() + per_term * std::fabs(yi) * (std::fabs(gi) + dot_abs);
+      const double v = DType<T>::in(got[i]);
+      if (!(std::fabs(v - ref) <= tol) && bad++ < 5) {
+        ADD_FAILURE() << DType<T>::kName << " row " << r << " col " << col << ": got " << v
+                      << ", reference " << ref << ", tolerance " << tol;
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0) << "elements out of tolerance";
+}
+
+// Packs of 8 in 16-bit (4 in float32): a group of 1-32 lanes up to 32 packs, a warp with two or
+// four packs a lane up to 128, blocks of 128-1024 threads holding 32 values a thread forward and
+// 16 of each stream backward, then two passes. Offsets (3, 3): rows start off 16-byte boundaries
+// (heads and tails); (1, 2): the pointers' offsets differ, one element an access.
+const Case kForward16[] = {
+    {"group1", 4097, 5, 0, 0, 0, "typed_group", true},
+    {"group2_unaligned", 3001, 13, 3, 3, 3, "typed_group", true},
+    {"group8", 2000, 64, 0, 0, 0, "typed_group", true},
+    {"group16_unaligned", 1500, 100, 3, 3, 3, "typed_group", true},
+    {"group32_grid_stride", 9000, 200, 0, 0, 0, "typed_group", true},
+    {"warp2", 700, 500, 3, 3, 3, "typed_warp", true},
+    {"warp4", 600, 1000, 0, 0, 0, "typed_warp", true},
+    {"block128_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
+    {"block256", 200, 6000, 0, 0, 0, "typed_block", true},
+    {"block512_unaligned", 90, 12003, 3, 3, 3, "typed_block", true},
+    {"block1024", 40, 30000, 0, 0, 0, "typed_block", true},
+    {"two_pass_unaligned", 20, 40003, 3, 3, 3, "typed_two_pass", true},
+    {"scalar_group", 500, 31, 1, 1, 2, "typed_group", false},
+    {"scalar_warp", 500, 100, 1, 1, 2, "typed_warp", false},
+    {"scalar_block", 200, 3000, 1, 1, 2, "typed_block", false},
+    {"scalar_two_pass", 10, 40000, 1, 1, 2, "typed_two_pass", false},
+    {"in_place", 300, 1000, 3, 3, 3, "typed_warp", true, 1},
+};
+
+const Case kBackward16[] = {
+    {"group4_unaligned", 3000, 29, 3, 3, 3, "typed_group", true},
+    {"group32", 2000, 250, 0, 0, 0, "typed_group", true},
+    {"warp4_unaligned", 500, 1001, 3, 3, 3, "typed_warp", true},
+    {"block256", 200, 3000, 0, 0, 0, "typed_block", true},
+    {"block1024_unaligned", 50, 12003, 3, 3, 3, "typed_block", true},
+    {"two_pass", 20, 20000, 0, 0, 0, "typed_two_pass", true},
+    {"scalar_warp", 400, 100, 1, 2, 1, "typed_warp", false},
+    {"scalar_two_pass", 10, 20001, 2, 1, 1, "typed_two_pass", false},
+    {"in_place_dy", 100, 3001, 3, 3, 3, "typed_block", true, 1},
+    {"in_place_y", 10, 20001, 3, 3, 3, "typed_two_pass", true, 2},
+};
+
+const Case kBackward32[] = {
+    {"group1", 5000, 1, 0, 0, 0, "typed_group", true},
+    {"group2_unaligned", 3000, 7, 1, 1, 1, "typed_group", true},
+    {"warp2", 700, 200, 0, 0, 0, "typed_warp", true},
+    {"block128_unaligned", 300, 1001, 3, 3, 3, "typed_block", true},
+    {"block1024", 40, 16000, 0, 0, 0, "typed_block", true},
+    {"two_pass_unaligned", 10, 20001, 2, 2, 2, "typed_two_pass", true},
+    {"scalar_block", 200, 1000, 1, 2, 3, "typed_block", false},
+    {"in_place_dy", 100, 999, 1, 1, 1, "typed_block", true, 1},
+};
+
+class TypedForwardBf16 : public softmax::testing::GpuTest<::testing::TestWithParam<Case>> {};
+class TypedForwardF16 : public softmax::testing::GpuTest<::testing::TestWithParam<Case>> {};
+class TypedBackwardBf16 : public softmax::testing::GpuTest<::testing::TestWithParam<Case>> {};
+class TypedBackwardF16 : public softmax::testing::GpuTest<::testing::TestWithParam<Case>> {};
+class TypedBackwardF32 : public softmax::testing::GpuTest<::testing::TestWithParam<Case>> {};
+
+TEST_P(TypedForwardBf16, MatchesReference) { check_forward<__nv_bfloat16>(GetParam()); }
+TEST_P(TypedForwardF16, MatchesReference) { check_forward<__half>(GetParam()); }
+TEST_P(TypedBackwardBf16, MatchesReference) { check_backward<__nv_bfloat16>(GetParam()); }
+TEST_P(TypedBackwardF16, MatchesReference) { check_backward<__half>(GetParam()); }
+TEST_P(TypedBackwardF32, MatchesReference) { check_backward<float>(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(fastsoftmax, TypedForwardBf16, ::testing::ValuesIn(kForward16), case_name);
+INSTANTIATE_TEST_SUITE_P(fastsoftmax, TypedForwardF16, ::testing::ValuesIn(kForward16), case_name);
+INSTANTIATE_TEST_SUITE_P(fastsoftmax, TypedBackwardBf16, ::testing::ValuesIn(kBackward16),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(fastsoftmax, TypedBackwardF16, ::testing::ValuesIn(kBackward16),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(fastsoftmax, TypedBackwardF32, ::testing::ValuesIn(kBackward32),
+                         case_name);
+
+// -inf and a large value in 16-bit: exp(-inf) = 0 and no overflow (the max is taken first).
+class TypedEdgeValues : public softmax::testing::GpuTest<> {};
+TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {
+  const int rows = 2, cols = 1000;
+  std::vector<__nv_bfloat16> x(size_t(rows) * cols, __float2bfloat16_rn(0.f));
+  x[0] = __float2bfloat16_rn(-INFINITY);
+  x[1] = __float2bfloat16_rn(3.0e38f);
+  x[cols] = __float2bfloat16_rn(-INFINITY);
+  Placed<__nv_bfloat16> d(x.size(), 0);
+  upload(d.ptr, x);
+  fastsoftmax::softmax(d.ptr, d.ptr, rows, cols);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto y = download(d.ptr, x.size());
+  EXPECT_EQ(__bfloat162float(y[0]), 0.f);
+  EXPECT_EQ(__bfloat162float(y[1]), 1.f);
+  EXPECT_EQ(__bfloat162float(y[2]), 0.f);
+  EXPECT_EQ(__bfloat162float(y[cols]), 0.f);
+  EXPECT_NEAR(__bfloat162float(y[cols + 1]), 1.0 / (cols - 1),
+              ulp<__nv_bfloat16>(1.0 / (cols - 1)));
+}
+
+// Host-side checks: refused before any memory is touched, so no GPU is needed.
+template <typename F>
+std::string refusal(F&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::kInvalidArgument) return e.what();
+    return std::string("unexpected CUDA error: ") + e.what();
+  }
+  return "";
+}
+template <typename T>
+T* fake(uintptr_t byte_offset = 0) {
+  return reinterpret_cast<T*>((uintptr_t(1) << 20) + byte_offset);
+}
+
+TEST(TypedContract, SixteenBitForwardRefusesNamingTheProblem) {
+  using B = __nv_bfloat16;
+  EXPECT_NE(refusal([] {
+              fastsoftmax::softmax(fake<B>(1), fake<B>(64), 2, 8);
+            }).find("x is not 2-byte aligned"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal([] { fastsoftmax::softmax(fake<__half>(), fake<__half>(4), 2, 8); }).find("overlap"),
+      std::string::npos);
+  EXPECT_NE(refusal([] {
+              fastsoftmax::softmax(fake<B>(), static_cast<B*>(nullptr), 2, 8);
+            }).find("y is null"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal([] { fastsoftmax::softmax(fake<__half>(), fake<__half>(64), 1, -2); }).find("cols"),
+      std::string::npos);
+  // Empty: nothing to do, null pointers allowed.
+  EXPECT_EQ(refusal([] { fastsoftmax::softmax(static_cast<B*>(nullptr), nullptr, 0, 8); }), "");
+  EXPECT_EQ(fastsoftmax::describe(static_cast<const B*>(nullptr), nullptr, 5, 0).path, "empty");
+}
+
+TEST(TypedContract, BackwardRefusesNamingThePointer) {
+  using H = __half;
+  EXPECT_NE(refusal([] {
+              fastsoftmax::softmax_backward(fake<H>(), static_cast<H*>(nullptr), fake<H>(4096), 2,
+                                            8);
+            }).find("dy is null"),
+            std::string::npos);
+  EXPECT_NE(refusal([] {
+              fastsoftmax::softmax_backward(fake<float>(), fake<float>(4096), fake<float>(8192 + 2),
+                                            2, 8);
+            }).find("dx is not 4-byte aligned"),
+            std::string::npos);
+  // dx overlapping y (not equal to it), and dx overlapping dy.
+  const std::string y_overlap =
+      refusal([] { fastsoftmax::softmax_backward(fake<H>(), fake<H>(4096), fake<H>(2), 2, 8); });
+  EXPECT_NE(y_overlap.find("y and dx overlap"), std::string::npos) << y_overlap;
+  const std::string dy_overlap = refusal(
+      [] { fastsoftmax::softmax_backward(fake<H>(), fake<H>(4096), fake<H>(4096 + 6), 2, 8); });
+  EXPECT_NE(dy_overlap.find("dy and dx overlap"), std::string::npos) << dy_overlap;
+  EXPECT_NE(refusal([] {
+              fastsoftmax::softmax_backward(fake<H>(), fake<H>(4096), fake<H>(8192), -1, 8);
+            }).find("rows"),
+            std::string::npos);
+  EXPECT_EQ(refusal([] {
+              fastsoftmax::softmax_backward(static_cast<float*>(nullptr), nullptr, nullptr, 3, 0);
+            }),
+            "");
+}
+
+}  // namespace
