@@ -5,7 +5,11 @@
 # one verified launch (build/softmax_profile). Prints one summary line per run; exits 1 on any
 # error.
 #
-#   tools/sanitize.sh [--library-paths] [-j N] [SHAPE ...]   (after: cmake --preset default && cmake --build build)
+#   tools/sanitize.sh [--library-paths] [--typed] [-j N] [SHAPE ...]   (after: cmake --preset default && cmake --build build)
+#
+# --typed adds the library's 16-bit forward and every-dtype backward kernels: the GoogleTest
+# suites that run each of their paths (tests/test_library_typed.cpp), one run a suite, as
+# "gtest:SUITE" (SOFTMAX_TESTS, default build/tests/softmax_tests).
 #
 # -j N runs N sanitizer processes at once on the one GPU (default 1); the lines still print in the
 # order of the runs.
@@ -72,6 +76,12 @@ runs+=("fastsoftmax:1823x781")
 while [ $# -gt 0 ]; do
   case $1 in
     --library-paths) mapfile -t -O "${#runs[@]}" runs < <(library_paths) ;;
+    --typed)
+      for suite in TypedForwardBf16 TypedForwardF16 TypedBackwardBf16 TypedBackwardF16 \
+                   TypedBackwardF32; do
+        runs+=("gtest:fastsoftmax/$suite.*")
+      done
+      runs+=("gtest:TypedEdgeValues.*") ;;
     -j) jobs=${2:-}; shift ;;
     -j*) jobs=${1#-j} ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
@@ -87,6 +97,7 @@ fi
 # Check every shape before the first (slow) run.
 shape_re='^([A-Za-z0-9_]+)(@noclusters)?:([0-9]+)x([0-9]+)(\+([0-3])\+([0-3]))?$'
 for run in "${runs[@]}"; do
+  [[ $run == gtest:* ]] && continue
   if ! [[ $run =~ $shape_re ]]; then
     echo "sanitize.sh: bad shape '$run' (NAME[@noclusters]:ROWSxCOLS[+XOFF+YOFF], offsets 0..3)"
     exit 2
@@ -99,6 +110,21 @@ command -v "$san" >/dev/null || { echo "sanitize.sh: $san not found (it ships wi
 # One shape under every tool: its lines on stdout, exit 1 if any tool reported an error.
 sanitize_one() {
   local run=$1 failed=0
+  if [[ $run == gtest:* ]]; then
+    local tool out rc summary tests=${SOFTMAX_TESTS:-build/tests/softmax_tests}
+    for tool in "${tools[@]}"; do
+      out=$("$san" --tool "$tool" --error-exitcode 3 "$tests" --gtest_filter="${run#gtest:}" 2>&1)
+      rc=$?
+      summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" <<<"$out" | tail -1)
+      printf '%-40s %-10s rc=%d  %s  (%s)\n' "$run" "$tool" "$rc" "${summary:-no summary line}" \
+        "$(grep -oE '[0-9]+ tests? from [0-9]+ test suites? ran|PASSED.*|FAILED.*' <<<"$out" | tr '\n' ' ')"
+      if [ "$rc" -ne 0 ] || ! grep -q "PASSED" <<<"$out" || grep -q "FAILED" <<<"$out"; then
+        failed=1
+        tail -20 <<<"$out"
+      fi
+    done
+    return "$failed"
+  fi
   [[ $run =~ $shape_re ]]
   local step=${BASH_REMATCH[1]} rows=${BASH_REMATCH[3]} cols=${BASH_REMATCH[4]}
   local env_vars=() offsets=()

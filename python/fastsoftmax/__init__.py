@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: MIT
+"""fastsoftmax for PyTorch: a row-wise softmax at the memory-bandwidth limit, with its backward.
+
+    import fastsoftmax
+    y = fastsoftmax.softmax(x)          # x: a CUDA tensor, float32, float16 or bfloat16
+
+is torch.softmax(x, dim=-1) through the C++ library in this repository (fastsoftmax/): forward
+and backward kernels, all arithmetic in float32, launched on the current stream. The ops are
+registered with torch.library (torch.ops.fastsoftmax.softmax and .softmax_backward), with a fake
+kernel, so torch.compile(fullgraph=True) traces through them.
+
+Inputs: any shape; the softmax is over the last dimension only. A non-contiguous input is copied
+to a contiguous one first (the output is contiguous). An empty tensor gives an empty result. CPU
+tensors, other dtypes and other dims raise an error that says which, before anything runs.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import _C  # noqa: F401  (registers torch.ops.fastsoftmax.*)
+
+__all__ = ["softmax", "__version__"]
+__version__ = "0.1.0"
+
+_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+@torch.library.register_fake("fastsoftmax::softmax")
+def _softmax_fake(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("fastsoftmax::softmax_backward")
+def _softmax_backward_fake(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    torch._check(y.shape == dy.shape, lambda: "fastsoftmax: y and dy must have one shape")
+    return torch.empty_like(y, memory_format=torch.contiguous_format)
+
+
+def _setup_context(ctx, inputs, output):
+    ctx.save_for_backward(output)
+
+
+def _backward(ctx, grad):
+    (y,) = ctx.saved_tensors
+    return torch.ops.fastsoftmax.softmax_backward(y, grad)
+
+
+def _backward_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1])
+
+
+def _double_backward(ctx, grad):
+    # d(dx)/dy and d(dx)/d(dy) of dx = y * (dy - sum(dy * y)), in torch ops (rarely needed).
+    y, dy = ctx.saved_tensors
+    dot = (dy * y).sum(-1, keepdim=True)
+    gdot = (grad * y).sum(-1, keepdim=True)
+    grad_y = grad * (dy - dot) - gdot * dy
+    grad_dy = y * (grad - gdot)
+    return grad_y, grad_dy
+
+
+torch.library.register_autograd("fastsoftmax::softmax", _backward, setup_context=_setup_context)
+torch.library.register_autograd("fastsoftmax::softmax_backward", _double_backward,
+                                setup_context=_backward_setup)
+
+
+def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """torch.softmax(x, dim) for dim the last dimension, on a CUDA tensor of float32, float16 or
+    bfloat16. Differentiable. Raises TypeError or ValueError naming the problem otherwise."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"fastsoftmax.softmax: x must be a torch.Tensor, got {type(x).__name__}")
+    last = max(x.dim() - 1, 0)
+    if dim not in (-1, last) and not (x.dim() > 0 and dim == -x.dim() + last):
+        raise ValueError(
+            f"fastsoftmax.softmax: only the last dimension is supported (dim=-1 or {last} for a "
+            f"{x.dim()}-d tensor), got dim={dim}; move it last with x.movedim({dim}, -1)")
+    if x.device.type != "cuda":
+        raise ValueError(f"fastsoftmax.softmax: x must be a CUDA tensor, got one on {x.device}")
+    if x.dtype not in _DTYPES:
+        raise TypeError(
+            f"fastsoftmax.softmax: x must be float32, float16 or bfloat16, got {x.dtype}")
+    return torch.ops.fastsoftmax.softmax(x)
