@@ -87,8 +87,6 @@ struct Case {
   int in_place = 0;           // 0 none; forward 1: y = x; backward 1: dx = dy, 2: dx = y
 };
 
-std::string case_name(const ::testing::TestParamInfo<Case>& info) { return info.param.name; }
-
 // Device memory holding `count` elements at element offset `off` of a fresh allocation.
 template <typename T>
 struct Placed {
@@ -265,26 +263,31 @@ const Case kBackward32[] = {
     {"in_place_dy", 100, 999, 1, 1, 1, "typed_block", true, 1},
 };
 
-class TypedForwardBf16 : public softmax::testing::GpuTest<::testing::TestWithParam<Case>> {};
-class TypedForwardF16 : public softmax::testing::GpuTest<::testing::TestWithParam<Case>> {};
-class TypedBackwardBf16 : public softmax::testing::GpuTest<::testing::TestWithParam<Case>> {};
-class TypedBackwardF16 : public softmax::testing::GpuTest<::testing::TestWithParam<Case>> {};
-class TypedBackwardF32 : public softmax::testing::GpuTest<::testing::TestWithParam<Case>> {};
+// One test a suite, each case under its own trace: the cases share one process (and one CUDA
+// context), which keeps the default test set's start-up time down.
+class TypedPaths : public softmax::testing::GpuTest<> {
+ protected:
+  template <typename T, size_t K>
+  void forward(const Case (&cases)[K]) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(DType<T>::kName) + " forward " + c.name);
+      check_forward<T>(c);
+    }
+  }
+  template <typename T, size_t K>
+  void backward(const Case (&cases)[K]) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(DType<T>::kName) + " backward " + c.name);
+      check_backward<T>(c);
+    }
+  }
+};
 
-TEST_P(TypedForwardBf16, MatchesReference) { check_forward<__nv_bfloat16>(GetParam()); }
-TEST_P(TypedForwardF16, MatchesReference) { check_forward<__half>(GetParam()); }
-TEST_P(TypedBackwardBf16, MatchesReference) { check_backward<__nv_bfloat16>(GetParam()); }
-TEST_P(TypedBackwardF16, MatchesReference) { check_backward<__half>(GetParam()); }
-TEST_P(TypedBackwardF32, MatchesReference) { check_backward<float>(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(fastsoftmax, TypedForwardBf16, ::testing::ValuesIn(kForward16), case_name);
-INSTANTIATE_TEST_SUITE_P(fastsoftmax, TypedForwardF16, ::testing::ValuesIn(kForward16), case_name);
-INSTANTIATE_TEST_SUITE_P(fastsoftmax, TypedBackwardBf16, ::testing::ValuesIn(kBackward16),
-                         case_name);
-INSTANTIATE_TEST_SUITE_P(fastsoftmax, TypedBackwardF16, ::testing::ValuesIn(kBackward16),
-                         case_name);
-INSTANTIATE_TEST_SUITE_P(fastsoftmax, TypedBackwardF32, ::testing::ValuesIn(kBackward32),
-                         case_name);
+TEST_F(TypedPaths, ForwardBf16) { forward<__nv_bfloat16>(kForward16); }
+TEST_F(TypedPaths, ForwardF16) { forward<__half>(kForward16); }
+TEST_F(TypedPaths, BackwardBf16) { backward<__nv_bfloat16>(kBackward16); }
+TEST_F(TypedPaths, BackwardF16) { backward<__half>(kBackward16); }
+TEST_F(TypedPaths, BackwardF32) { backward<float>(kBackward32); }
 
 // -inf and a large value in 16-bit: exp(-inf) = 0 and no overflow (the max is taken first).
 class TypedEdgeValues : public softmax::testing::GpuTest<> {};

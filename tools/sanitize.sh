@@ -8,8 +8,8 @@
 #   tools/sanitize.sh [--library-paths] [--typed] [-j N] [SHAPE ...]   (after: cmake --preset default && cmake --build build)
 #
 # --typed adds the library's 16-bit forward and every-dtype backward kernels: the GoogleTest
-# suites that run each of their paths (tests/test_library_typed.cpp), one run a suite, as
-# "gtest:SUITE" (SOFTMAX_TESTS, default build/tests/softmax_tests).
+# tests that run each of their paths (tests/test_library_typed.cpp), one run a test, as
+# "gtest:FILTER" (SOFTMAX_TESTS, default build/tests/softmax_tests).
 #
 # -j N runs N sanitizer processes at once on the one GPU (default 1); the lines still print in the
 # order of the runs.
@@ -77,9 +77,8 @@ while [ $# -gt 0 ]; do
   case $1 in
     --library-paths) mapfile -t -O "${#runs[@]}" runs < <(library_paths) ;;
     --typed)
-      for suite in TypedForwardBf16 TypedForwardF16 TypedBackwardBf16 TypedBackwardF16 \
-                   TypedBackwardF32; do
-        runs+=("gtest:fastsoftmax/$suite.*")
+      for suite in ForwardBf16 ForwardF16 BackwardBf16 BackwardF16 BackwardF32; do
+        runs+=("gtest:TypedPaths.$suite")
       done
       runs+=("gtest:TypedEdgeValues.*") ;;
     -j) jobs=${2:-}; shift ;;

@@ -72,7 +72,7 @@ def test_gradient_agrees_with_torch_autograd(dtype):
     fastsoftmax.softmax(a).backward(g)
     torch.softmax(b.float(), dim=-1).backward(g.float())
     scale = b.grad.abs().max().item()
-    torch.testing.assert_close(a.grad.float(), b.grad, rtol=4 * EPS[dtype] + 1e-5,
+    torch.testing.assert_close(a.grad.float(), b.grad.float(), rtol=4 * EPS[dtype] + 1e-5,
                                atol=4 * EPS[dtype] * scale + 1e-7)
 
 
