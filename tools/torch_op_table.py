@@ -10,9 +10,12 @@
   <!-- BEGIN torch-op-gpt -->     the attention-score shape of a GPT-2-small-sized model
   <!-- END ... -->
 
-in README.md and docs/*.md (the marker rules of tools/plot_results.py).
+in README.md and docs/*.md (the marker rules of tools/plot_results.py), and draws
+docs/img/torch_op.png: ratio to memcpy against N, the package and torch, a panel per dtype and
+direction (the grid, irregular and long-rows sweeps).
 
-  python3 tools/torch_op_table.py [JSON] [--check]   (JSON default: docs/results/torch_op_h200.json)
+  python3 tools/torch_op_table.py [JSON] [--check] [--no-chart]
+  (JSON default: docs/results/torch_op_h200.json)
 """
 from __future__ import annotations
 
@@ -113,13 +116,53 @@ def render_gpt(doc: Dict, path: Path, md_path: Path, root: Path) -> str:
     return "\n".join([table, "", host_line, "", source_line(doc, path, md_path, root)])
 
 
+def draw(doc: Dict, out: Path) -> None:
+    plt = pr._pyplot()
+    dtypes = sorted({e["dtype"] for e in doc["benchmarks"]})
+    directions = ["forward", "backward"]
+    fig, axes = plt.subplots(len(directions), len(dtypes), figsize=(5 * len(dtypes), 7),
+                             sharey=True, squeeze=False)
+    pts = points(doc)
+    for r, direction in enumerate(directions):
+        for c, dtype in enumerate(dtypes):
+            ax = axes[r][c]
+            for impl, style in (("fastsoftmax", "-o"), ("torch", "--s")):
+                for sweep, color in (("grid", "C0"), ("irregular", "C1"), ("long", "C2")):
+                    xs = sorted((n, i[impl]["ratio_to_memcpy"])
+                                for (dt, d, sw, m, n), i in pts.items()
+                                if dt == dtype and d == direction and sw == sweep)
+                    if xs:
+                        ax.plot([x for x, _ in xs], [y for _, y in xs], style, color=color,
+                                markersize=3, label=f"{impl}, {sweep}",
+                                alpha=1.0 if impl == "fastsoftmax" else 0.6)
+            ax.axhline(FLOOR, color="grey", linewidth=0.8, linestyle=":")
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{dtype} {direction}", fontsize=10)
+            ax.set_ylim(0, 1.15)
+            ax.grid(alpha=0.3)
+            if r == len(directions) - 1:
+                ax.set_xlabel("N (row length)")
+            if c == 0:
+                ax.set_ylabel("ratio to memcpy of the same bytes")
+    axes[0][0].legend(fontsize=7, loc="lower left")
+    ctx = doc["context"]
+    fig.suptitle("fastsoftmax's PyTorch op and torch: ratio to memcpy\n"
+                 f"{ctx.get('gpu_name', '?')} · torch {ctx.get('torch', '?')} · commit "
+                 f"{ctx.get('commit', '?')} · {ctx.get('date', '?')[:10]}", fontsize=10)
+    fig.tight_layout()
+    pr.save(fig, out)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("json", nargs="?", type=Path, default=DEFAULT_JSON)
     p.add_argument("--check", action="store_true")
+    p.add_argument("--no-chart", action="store_true")
     args = p.parse_args(argv)
     path = args.json.resolve()
     doc = load(path)
+    if not args.check and not args.no_chart:
+        draw(doc, pr.REPO_ROOT / "docs" / "img" / "torch_op.png")
     root = pr.REPO_ROOT
     renderers = {
         "torch-op-table": lambda a, md: render_table(doc, path, md, root),
