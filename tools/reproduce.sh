@@ -4,13 +4,16 @@
 # and the shape scan, draws docs/img/*.png and rewrites the results tables in README.md and
 # docs/*.md.
 #
-#   tools/reproduce.sh [--with-dram] [--with-torch] [--dram-only] [--second-gpu]
+#   tools/reproduce.sh [--with-dram] [--with-torch] [--with-torch-op] [--dram-only] [--second-gpu]
 #
 #   --with-dram   also measure each step's DRAM traffic and what limits it with Nsight Compute
 #                 (tools/dram_traffic.py, tools/profile_limits.sh) and rewrite the dram and limits
 #                 tables; same as SOFTMAX_WITH_DRAM=1
 #   --with-torch  also time torch.softmax (tools/torch_softmax_bench.py) and overlay it on the
 #                 bandwidth chart; same as SOFTMAX_WITH_TORCH=1
+#   --with-torch-op  also time the PyTorch package against torch in each dtype, forward and
+#                 backward (tools/torch_op_bench.py; the package is built into build/python where
+#                 the build finds torch) and rewrite docs/using.md's tables and docs/img/torch_op.png
 #   --dram-only   only the Nsight Compute part of --with-dram (after a run without it: the build,
 #                 then the DRAM and limits tables), so the two halves can run as separate jobs
 #   --second-gpu  a GPU other than the one the chapters quote (the repository's is an H200): the
@@ -30,6 +33,7 @@ cd "$(dirname "$0")/.."
 
 with_dram=${SOFTMAX_WITH_DRAM:-0}
 with_torch=${SOFTMAX_WITH_TORCH:-0}
+with_torch_op=0
 second_gpu=0
 dram_only=0
 command_line="tools/reproduce.sh"
@@ -38,6 +42,7 @@ for arg in "$@"; do
     --with-dram) with_dram=1; command_line+=" --with-dram" ;;
     --dram-only) with_dram=1; dram_only=1; command_line+=" --dram-only" ;;
     --with-torch) with_torch=1; command_line+=" --with-torch" ;;
+    --with-torch-op) with_torch_op=1; command_line+=" --with-torch-op" ;;
     --second-gpu) second_gpu=1; command_line+=" --second-gpu" ;;
     -h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reproduce.sh: unknown option '$arg' (see tools/reproduce.sh --help)" >&2; exit 2 ;;
@@ -67,7 +72,7 @@ for tool in cmake ninja python3; do command -v "$tool" >/dev/null 2>&1 || missin
 if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import matplotlib' 2>/dev/null; then
   missing+=("python3 matplotlib (pip install matplotlib)")
 fi
-if [ "$with_torch" = 1 ] && ! python3 -c 'import torch' 2>/dev/null; then
+if { [ "$with_torch" = 1 ] || [ "$with_torch_op" = 1 ]; } && ! python3 -c 'import torch' 2>/dev/null; then
   missing+=("python3 torch, for --with-torch (pip install torch)")
 fi
 ncu=""
@@ -174,6 +179,15 @@ say "shape scan (build/softmax_shape_scan, about a minute)"
 SOFTMAX_COMMIT="$commit" build/softmax_shape_scan --json "$scan_json"
 [ "$second_gpu" = 1 ] || python3 tools/scan_table.py "$scan_json"
 fi  # dram_only
+
+# 7b. Optional: the PyTorch package against torch (built by the step above into build/python).
+if [ "$with_torch_op" = 1 ] && [ "$dram_only" = 0 ]; then
+  say "the PyTorch package (tools/torch_op_bench.py)"
+  [ -d build/python/fastsoftmax ] || { echo "reproduce.sh: build/python has no fastsoftmax package (the build found no torch with CUDA)" >&2; exit 2; }
+  PYTHONPATH=build/python python3 tools/torch_op_bench.py --out "$results/torch_op_$slug.json" \
+    --commit "$commit" --command "$command_line"
+  [ "$second_gpu" = 1 ] || python3 tools/torch_op_table.py "$results/torch_op_$slug.json"
+fi
 
 # 8. Optional: measured DRAM traffic against the model.
 if [ "$with_dram" = 1 ]; then
