@@ -14,6 +14,8 @@ from torch.utils.cpp_extension import BuildExtension, CUDAExtension
 
 here = pathlib.Path(__file__).resolve().parent
 library = here.parent / "fastsoftmax"
+build_base = pathlib.Path(os.environ.get("FASTSOFTMAX_BUILD_BASE", here / "build")).resolve()
+build_base.mkdir(parents=True, exist_ok=True)
 
 
 def library_version() -> str:
@@ -29,7 +31,7 @@ def generated_headers() -> pathlib.Path:
     for key, value in (("PROJECT_VERSION_MAJOR", major), ("PROJECT_VERSION_MINOR", minor),
                        ("PROJECT_VERSION_PATCH", patch), ("PROJECT_VERSION", version)):
         text = text.replace(f"@{key}@", value)
-    out = here / "build" / "generated"
+    out = build_base / "generated"
     (out / "fastsoftmax").mkdir(parents=True, exist_ok=True)
     target = out / "fastsoftmax" / "version.h"
     if not target.exists() or target.read_text() != text:
@@ -38,7 +40,9 @@ def generated_headers() -> pathlib.Path:
 
 
 archs = os.environ.get("FASTSOFTMAX_CUDA_ARCHS", "80;90").split(";")
-gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs if a]
+archs = [a for a in archs if a]
+gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
+gencode.append(f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}")
 prebuilt = os.environ.get("FASTSOFTMAX_BUILD_DIR")
 include_dirs = [str(library / "include")]
 if prebuilt:
@@ -67,5 +71,7 @@ setup(
         )
     ],
     cmdclass={"build_ext": BuildExtension},
+    options={"build": {"build_base": str(build_base)},
+             "egg_info": {"egg_base": str(build_base)}},
     python_requires=">=3.9",
 )

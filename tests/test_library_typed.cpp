@@ -237,6 +237,7 @@ const Case kForward16[] = {
     {"scalar_block", 200, 3000, 1, 1, 2, "typed_block", false},
     {"scalar_two_pass", 10, 40000, 1, 1, 2, "typed_two_pass", false},
     {"in_place", 300, 1000, 3, 3, 3, "typed_warp", true, 1},
+    {"head_and_tail_only", 1000, 3, 6, 6, 6, "typed_group", true},  // 2 head, no pack, 1 tail
 };
 
 const Case kBackward16[] = {
@@ -250,6 +251,7 @@ const Case kBackward16[] = {
     {"scalar_two_pass", 10, 20001, 2, 1, 1, "typed_two_pass", false},
     {"in_place_dy", 100, 3001, 3, 3, 3, "typed_block", true, 1},
     {"in_place_y", 10, 20001, 3, 3, 3, "typed_two_pass", true, 2},
+    {"head_and_tail_only", 1000, 3, 6, 6, 6, "typed_group", true},
 };
 
 const Case kBackward32[] = {

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <sstream>
-#include <vector>
 
 #include "check.h"
 #include "dispatch.h"
@@ -36,33 +35,32 @@ struct Arg {
 
 // Throws naming the first problem with the arguments; false for an empty matrix (nothing to do).
 // `inputs` are read, `output` is written: it may equal an input (in place) but not overlap it
-// otherwise, which would let one row's output overwrite another's input.
-bool check_args(const char* fn, size_t elem, std::initializer_list<Arg> inputs, Arg output,
-                int64_t rows, int64_t cols) {
+// otherwise, which would let one row's output overwrite another's input. The message is built
+// only when there is a problem: a good call allocates nothing here.
+template <typename... Parts>
+[[noreturn]] void refuse(const char* fn, const Parts&... parts) {
   std::ostringstream msg;
   msg << "fastsoftmax::" << fn << ": ";
-  if (rows < 0 || rows > INT_MAX) {
-    msg << "rows must be in [0, 2^31 - 1] (got " << rows << ")";
-    throw_invalid(msg.str());
-  }
-  if (cols < 0 || cols > INT_MAX) {
-    msg << "cols must be in [0, 2^31 - 1] (got " << cols << ")";
-    throw_invalid(msg.str());
-  }
+  (msg << ... << parts);
+  throw_invalid(msg.str());
+}
+
+bool check_args(const char* fn, size_t elem, std::initializer_list<Arg> inputs, Arg output,
+                int64_t rows, int64_t cols) {
+  if (rows < 0 || rows > INT_MAX) refuse(fn, "rows must be in [0, 2^31 - 1] (got ", rows, ")");
+  if (cols < 0 || cols > INT_MAX) refuse(fn, "cols must be in [0, 2^31 - 1] (got ", cols, ")");
   if (rows == 0 || cols == 0) return false;
-  std::vector<Arg> all(inputs);
-  all.push_back(output);
-  for (const Arg& a : all) {
-    if (a.ptr == nullptr) {
-      msg << a.name << " is null";
-      throw_invalid(msg.str());
+  for (const Arg& a : inputs) {
+    if (a.ptr == nullptr) refuse(fn, a.name, " is null");
+  }
+  if (output.ptr == nullptr) refuse(fn, output.name, " is null");
+  for (const Arg& a : inputs) {
+    if (reinterpret_cast<uintptr_t>(a.ptr) % elem != 0) {
+      refuse(fn, a.name, " is not ", elem, "-byte aligned (", a.ptr, ")");
     }
   }
-  for (const Arg& a : all) {
-    if (reinterpret_cast<uintptr_t>(a.ptr) % elem != 0) {
-      msg << a.name << " is not " << elem << "-byte aligned (" << a.ptr << ")";
-      throw_invalid(msg.str());
-    }
+  if (reinterpret_cast<uintptr_t>(output.ptr) % elem != 0) {
+    refuse(fn, output.name, " is not ", elem, "-byte aligned (", output.ptr, ")");
   }
   const uint64_t elements = uint64_t(rows) * uint64_t(cols);  // < 2^62
   const uint64_t bytes = elements > UINT64_MAX / elem ? UINT64_MAX : elements * elem;
@@ -70,11 +68,11 @@ bool check_args(const char* fn, size_t elem, std::initializer_list<Arg> inputs, 
   for (const Arg& a : inputs) {
     const auto ui = reinterpret_cast<uintptr_t>(a.ptr);
     const bool overlap = ui != uo && (ui < uo ? uo - ui < bytes : ui - uo < bytes);
-    if (!overlap) continue;
-    msg << a.short_name << " and " << output.short_name << " overlap without being equal ("
-        << a.short_name << " = " << a.ptr << ", " << output.short_name << " = " << output.ptr
-        << ", " << bytes << " bytes each)";
-    throw_invalid(msg.str());
+    if (overlap) {
+      refuse(fn, a.short_name, " and ", output.short_name, " overlap without being equal (",
+             a.short_name, " = ", a.ptr, ", ", output.short_name, " = ", output.ptr, ", ", bytes,
+             " bytes each)");
+    }
   }
   return true;
 }

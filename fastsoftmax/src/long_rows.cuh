@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kThreads)
     float max_val = fmaxf(head[0], tail[0]);
     float sum = (head[0] == -INFINITY ? 0.f : exp_(head[0] - max_val)) +
                 (tail[0] == -INFINITY ? 0.f : exp_(tail[0] - max_val));
-    for (int s0 = tid; s0 < r.body; s0 += kThreads * kBatch) {
+    for (int64_t s0 = tid; s0 < r.body; s0 += kThreads * kBatch) {
       float v[kBatch][kVec];
 #pragma unroll
       for (int k = 0; k < kBatch; ++k)
@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     block_reduce_pair<kThreads>(max_val, sum, pairs[parity]);
     const float inv_sum = reciprocal(sum);
-    for (int s0 = tid; s0 < r.body; s0 += kThreads * kBatch) {
+    for (int64_t s0 = tid; s0 < r.body; s0 += kThreads * kBatch) {
       float v[kBatch][kVec];
 #pragma unroll
       for (int k = 0; k < kBatch; ++k)

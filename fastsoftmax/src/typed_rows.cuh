@@ -164,8 +164,10 @@ __host__ __device__ constexpr int typed_block_threads() {
 }
 
 // In registers. kBackward = false: out = softmax(a) (b unused). kBackward = true: a = y, b = dy,
-// out = dx. Grid-stride over warp-uniform row bases, so every lane of a warp reaches every
-// shuffle; a group past the last row takes part with nothing loaded or stored.
+// out = dx. In place (out == a or out == b) is allowed although the pointers are __restrict__:
+// each element is read, then written, by the same thread, and never read after it is written.
+// Grid-stride over warp-uniform row bases, so every lane of a warp reaches every shuffle; a group
+// past the last row takes part with nothing loaded or stored.
 template <typename T, int kVec, int kThreads, int kPacks, bool kBackward>
 __global__ void __launch_bounds__(typed_block_threads<kThreads>())
     typed_rows_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
@@ -221,6 +223,10 @@ __global__ void __launch_bounds__(typed_block_threads<kThreads>())
       }
     }
     store_held(out + offset, s, t, v);
+    // A block that takes another row (a grid smaller than the rows) rewrites `slots`: every warp
+    // must be past this row's reads of them. (The forward alternates two arrays; the backward
+    // uses one.)
+    if constexpr (kThreads > kWarpSize) __syncthreads();
   }
 }
 
@@ -247,9 +253,11 @@ __global__ void __launch_bounds__(kTypedTwoPassThreads)
     auto* o_body = reinterpret_cast<Pack<T, kVec>*>(out + offset + s.head);
     const int64_t tail_at = offset + s.head + int64_t(s.body) * kVec;
     // The head and tail element this thread owns (kVec - 1 < kThreads: at most one of each).
-    const bool has_head = kVec > 1 && t<s.head, has_tail = kVec> 1 && t < s.tail;
+    const bool has_head = kVec > 1 && t < s.head;
+    const bool has_tail = kVec > 1 && t < s.tail;
 
-    // Pass 1.
+    // Pass 1. The pack index is 64-bit: with one element an access a row has up to 2^31 - 1
+    // packs, and a 32-bit index stepped past the last would wrap.
     float m = -INFINITY, acc = 0.f;
     auto take = [&](float va, float vb) {
       if constexpr (kBackward) {
@@ -259,11 +267,11 @@ __global__ void __launch_bounds__(kTypedTwoPassThreads)
         online_add(m, acc, one);
       }
     };
-    for (int i0 = t; i0 < s.body; i0 += kThreads * kTypedUnroll) {
+    for (int64_t i0 = t; i0 < s.body; i0 += kThreads * kTypedUnroll) {
       Pack<T, kVec> pa[kTypedUnroll], pb[kTypedUnroll];
 #pragma unroll
       for (int u = 0; u < kTypedUnroll; ++u) {
-        const int i = i0 + u * kThreads;
+        const int64_t i = i0 + u * kThreads;
         if (i < s.body) {
           pa[u] = a_body[i];
           if constexpr (kBackward) pb[u] = b_body[i];
@@ -303,11 +311,11 @@ __global__ void __launch_bounds__(kTypedTwoPassThreads)
     };
 
     // Pass 2.
-    for (int i0 = t; i0 < s.body; i0 += kThreads * kTypedUnroll) {
+    for (int64_t i0 = t; i0 < s.body; i0 += kThreads * kTypedUnroll) {
       Pack<T, kVec> pa[kTypedUnroll], pb[kTypedUnroll];
 #pragma unroll
       for (int u = 0; u < kTypedUnroll; ++u) {
-        const int i = i0 + u * kThreads;
+        const int64_t i = i0 + u * kThreads;
         if (i < s.body) {
           pa[u] = a_body[i];
           if constexpr (kBackward) pb[u] = b_body[i];
@@ -315,7 +323,7 @@ __global__ void __launch_bounds__(kTypedTwoPassThreads)
       }
 #pragma unroll
       for (int u = 0; u < kTypedUnroll; ++u) {
-        const int i = i0 + u * kThreads;
+        const int64_t i = i0 + u * kThreads;
         if (i >= s.body) break;
         Pack<T, kVec> po;
 #pragma unroll

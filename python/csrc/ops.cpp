@@ -40,6 +40,8 @@ void over_rows(int64_t rows, int64_t cols, F f) {
       f(r * cols, std::min(kRowsPerCall, rows - r));
     }
   } catch (const fastsoftmax::Error& e) {
+    // A refused argument is a ValueError in Python; a CUDA failure a RuntimeError.
+    TORCH_CHECK_VALUE(e.kind() != fastsoftmax::Error::Kind::kInvalidArgument, e.what());
     TORCH_CHECK(false, e.what());
   }
 }
@@ -110,8 +112,8 @@ at::Tensor softmax_backward(const at::Tensor& y_in, const at::Tensor& dy_in) {
   return dx;
 }
 
-// Tensors on any other device reach these, which say what is wrong (rather than the
-// dispatcher's "could not run ... with arguments from the 'CPU' backend").
+// CPU tensors reach these, which say what is wrong (rather than the dispatcher's "could not run
+// ... with arguments from the 'CPU' backend").
 at::Tensor forward_elsewhere(const at::Tensor& x) {
   check_tensor(x, "softmax", "x");
   return x;  // not reached

@@ -15,6 +15,8 @@ tensors, other dtypes and other dims raise an error that says which, before anyt
 """
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from . import _C  # noqa: F401  (registers torch.ops.fastsoftmax.*)
@@ -25,14 +27,26 @@ __version__ = "0.1.0"
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
+# The fake kernels check what the real ones check, so that torch.compile reports it when tracing.
 @torch.library.register_fake("fastsoftmax::softmax")
 def _softmax_fake(x: torch.Tensor) -> torch.Tensor:
+    torch._check(x.device.type == "cuda", lambda: f"fastsoftmax.softmax: x must be a CUDA tensor, "
+                 f"got one on {x.device}")
+    torch._check(x.dtype in _DTYPES, lambda: "fastsoftmax.softmax: x must be float32, float16 or "
+                 f"bfloat16, got {x.dtype}")
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
 @torch.library.register_fake("fastsoftmax::softmax_backward")
 def _softmax_backward_fake(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
-    torch._check(y.shape == dy.shape, lambda: "fastsoftmax: y and dy must have one shape")
+    torch._check(y.device.type == "cuda" and y.device == dy.device,
+                 lambda: f"fastsoftmax.softmax_backward: y ({y.device}) and dy ({dy.device}) must "
+                 "be on one GPU")
+    torch._check(y.dtype in _DTYPES and y.dtype == dy.dtype,
+                 lambda: f"fastsoftmax.softmax_backward: y ({y.dtype}) and dy ({dy.dtype}) must "
+                 "have one dtype, float32, float16 or bfloat16")
+    torch._check(y.shape == dy.shape, lambda: "fastsoftmax.softmax_backward: y and dy must have "
+                 "one shape")
     return torch.empty_like(y, memory_format=torch.contiguous_format)
 
 
@@ -69,8 +83,14 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     bfloat16. Differentiable. Raises TypeError or ValueError naming the problem otherwise."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"fastsoftmax.softmax: x must be a torch.Tensor, got {type(x).__name__}")
+    if isinstance(dim, bool):
+        raise TypeError(f"fastsoftmax.softmax: dim must be an int, got {dim!r}")
+    try:
+        dim = operator.index(dim)
+    except TypeError:
+        raise TypeError(f"fastsoftmax.softmax: dim must be an int, got {dim!r}") from None
     last = max(x.dim() - 1, 0)
-    if dim not in (-1, last) and not (x.dim() > 0 and dim == -x.dim() + last):
+    if dim not in (-1, last):
         raise ValueError(
             f"fastsoftmax.softmax: only the last dimension is supported (dim=-1 or {last} for a "
             f"{x.dim()}-d tensor), got dim={dim}; move it last with x.movedim({dim}, -1)")

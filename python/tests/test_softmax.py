@@ -89,6 +89,21 @@ def test_empty_and_non_contiguous():
 
 
 @gpu
+def test_zero_dim_and_double_backward():
+    x = torch.tensor(1.5, device="cuda")
+    assert fastsoftmax.softmax(x).item() == 1.0  # as torch.softmax of a 0-d tensor
+    torch.manual_seed(3)
+    x = torch.randn(8, 100, device="cuda", requires_grad=True)
+    g = torch.randn(8, 100, device="cuda")
+    # Second derivatives through the backward op's own autograd, against torch's.
+    ours = torch.autograd.grad(fastsoftmax.softmax(x), x, g, create_graph=True)[0]
+    theirs = torch.autograd.grad(torch.softmax(x, -1), x, g, create_graph=True)[0]
+    v = torch.randn_like(x)
+    torch.testing.assert_close(torch.autograd.grad(ours, x, v)[0],
+                               torch.autograd.grad(theirs, x, v)[0], rtol=1e-4, atol=1e-6)
+
+
+@gpu
 def test_current_stream_and_in_graph_use():
     x = torch.randn(1000, 1000, device="cuda", dtype=torch.bfloat16)
     side = torch.cuda.Stream()
@@ -127,8 +142,9 @@ def test_torch_compile_fullgraph(dtype):
 
 
 @gpu
-def test_opcheck():
-    x = torch.randn(16, 300, device="cuda", requires_grad=True)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_opcheck(dtype):
+    x = torch.randn(16, 300, device="cuda", dtype=dtype, requires_grad=True)
     torch.library.opcheck(torch.ops.fastsoftmax.softmax.default, (x,))
     y = torch.softmax(x.detach(), -1)
     torch.library.opcheck(torch.ops.fastsoftmax.softmax_backward.default, (y, torch.randn_like(y)))
@@ -145,6 +161,8 @@ def test_refuses_cpu_tensor():
 def test_refuses_other_dims_and_non_tensors():
     with pytest.raises(ValueError, match="only the last dimension"):
         fastsoftmax.softmax(torch.randn(3, 4), dim=0)
+    with pytest.raises(TypeError, match="dim must be an int"):
+        fastsoftmax.softmax(torch.randn(3, 4), dim=1.0)
     with pytest.raises(TypeError, match="torch.Tensor"):
         fastsoftmax.softmax([1.0, 2.0])
 

@@ -82,6 +82,12 @@ void softmax_backward(const __nv_bfloat16* y, const __nv_bfloat16* dy, __nv_bflo
                       int64_t rows, int64_t cols, cudaStream_t stream = nullptr);
 void softmax_backward(const __half* y, const __half* dy, __half* dx, int64_t rows, int64_t cols,
                       cudaStream_t stream = nullptr);
+// softmax_backward(nullptr, nullptr, nullptr, ...) (an empty matrix): float32.
+inline void softmax_backward(std::nullptr_t y, std::nullptr_t dy, std::nullptr_t dx, int64_t rows,
+                             int64_t cols, cudaStream_t stream = nullptr) {
+  softmax_backward(static_cast<const float*>(y), static_cast<const float*>(dy),
+                   static_cast<float*>(dx), rows, cols, stream);
+}
 
 // What softmax() would launch for these arguments on the current device, without launching it
 // or touching memory. Like a first call of softmax(), it may create the device's context and set
@@ -106,6 +112,11 @@ Plan describe_backward(const __nv_bfloat16* y, const __nv_bfloat16* dy, const __
                        int64_t rows, int64_t cols);
 Plan describe_backward(const __half* y, const __half* dy, const __half* dx, int64_t rows,
                        int64_t cols);
+inline Plan describe_backward(std::nullptr_t y, std::nullptr_t dy, std::nullptr_t dx, int64_t rows,
+                              int64_t cols) {
+  return describe_backward(static_cast<const float*>(y), static_cast<const float*>(dy),
+                           static_cast<const float*>(dx), rows, cols);
+}
 
 // Thread block clusters (sm_90 and later) carry the paths for long rows and few rows. Without
 // them every shape still runs, on the other paths. They are on by default where the GPU has them
