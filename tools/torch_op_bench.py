@@ -79,8 +79,19 @@ def host_overhead(torch, fs, calls=2000):
     """Mean host microseconds a call, issued back to back at 8x128 bfloat16 (GPU time ~2 us)."""
     x = torch.randn(8, 128, device="cuda", dtype=torch.bfloat16)
     out = {}
+    def inference(fn):
+        def run():
+            with torch.inference_mode():  # no Autograd dispatch key: the op's kernel alone
+                return fn()
+        return run
+
+    # The op's autograd is registered from Python; under inference_mode the dispatcher skips it,
+    # so the difference between the last two is what that registration costs a call.
     for name, fn in (("torch", lambda: torch.softmax(x, -1)), ("fastsoftmax", lambda: fs.softmax(x)),
-                     ("fastsoftmax_op", lambda: torch.ops.fastsoftmax.softmax(x))):
+                     ("fastsoftmax_op", lambda: torch.ops.fastsoftmax.softmax(x)),
+                     ("torch_inference_mode", inference(lambda: torch.softmax(x, -1))),
+                     ("fastsoftmax_op_inference_mode",
+                      inference(lambda: torch.ops.fastsoftmax.softmax(x)))):
         for _ in range(200):
             fn()
         torch.cuda.synchronize()
