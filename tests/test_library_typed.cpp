@@ -22,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "common/data.h"
 #include "common/device_buffer.h"
+#include "common/reference.h"
 #include "fastsoftmax/softmax.h"
 #include "gpu_test.h"
 
@@ -69,15 +71,6 @@ double ulp(double v) {
   return std::ldexp(1.0, e - DType<T>::kMantissa);
 }
 
-// Deterministic uniform values in [lo, hi).
-struct Lcg {
-  uint64_t s;
-  double next(double lo, double hi) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return lo + (hi - lo) * double(s >> 11) * 0x1p-53;
-  }
-};
-
 struct Case {
   const char* name;
   int rows, cols;
@@ -107,29 +100,25 @@ std::vector<T> download(const T* src, size_t count) {
   return out;
 }
 
-// The softmax of each row of `x` in double.
+// The harness's input (common/data.h: normal values with planted outliers), rounded to T; `exact`
+// gets the rounded values back in float, which is what the GPU sees and the reference is taken of.
 template <typename T>
-std::vector<double> reference_forward(const std::vector<T>& x, int rows, int cols) {
-  std::vector<double> y(x.size());
-  for (int r = 0; r < rows; ++r) {
-    const T* in = x.data() + size_t(r) * cols;
-    double m = -INFINITY, s = 0;
-    for (int c = 0; c < cols; ++c) m = std::max(m, double(DType<T>::in(in[c])));
-    for (int c = 0; c < cols; ++c) s += std::exp(double(DType<T>::in(in[c])) - m);
-    for (int c = 0; c < cols; ++c) {
-      y[size_t(r) * cols + c] = std::exp(double(DType<T>::in(in[c])) - m) / s;
-    }
+std::vector<T> rounded_input(int rows, int cols, uint64_t seed, std::vector<float>& exact) {
+  exact = softmax::make_input(rows, cols, seed);
+  std::vector<T> x(exact.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = DType<T>::out(exact[i]);
+    exact[i] = DType<T>::in(x[i]);
   }
-  return y;
+  return x;
 }
 
 template <typename T>
 void check_forward(const Case& c) {
   const size_t n = size_t(c.rows) * c.cols;
-  Lcg rng{uint64_t(c.rows) * 7919 + c.cols};
-  std::vector<T> x(n);
-  for (auto& v : x) v = DType<T>::out(float(rng.next(-6, 6)));
-  const std::vector<double> ref = reference_forward(x, c.rows, c.cols);
+  std::vector<float> exact;
+  const std::vector<T> x = rounded_input<T>(c.rows, c.cols, softmax::next_seed(), exact);
+  const std::vector<double> ref = softmax::reference_softmax(exact, c.rows, c.cols);
 
   Placed<T> dx(n, c.off_a), dy(n, c.off_out);
   T* out = c.in_place == 1 ? dx.ptr : dy.ptr;
@@ -167,14 +156,12 @@ void check_forward(const Case& c) {
 template <typename T>
 void check_backward(const Case& c) {
   const size_t n = size_t(c.rows) * c.cols;
-  Lcg rng{uint64_t(c.rows) * 104729 + c.cols};
-  std::vector<T> x(n), y(n), g(n);
-  for (auto& v : x) v = DType<T>::out(float(rng.next(-4, 4)));
-  const std::vector<double> soft = reference_forward(x, c.rows, c.cols);
-  for (size_t i = 0; i < n; ++i) {
-    y[i] = DType<T>::out(float(soft[i]));
-    g[i] = DType<T>::out(float(rng.next(-1, 1)));
-  }
+  std::vector<float> exact, unused;
+  rounded_input<T>(c.rows, c.cols, softmax::next_seed(), exact);
+  const std::vector<double> soft = softmax::reference_softmax(exact, c.rows, c.cols);
+  const std::vector<T> g = rounded_input<T>(c.rows, c.cols, softmax::next_seed(), unused);
+  std::vector<T> y(n);
+  for (size_t i = 0; i < n; ++i) y[i] = DType<T>::out(float(soft[i]));
   Placed<T> py(n, c.off_a), pg(n, c.off_b), pd(n, c.off_out);
   upload(py.ptr, y);
   upload(pg.ptr, g);
