@@ -108,40 +108,36 @@ command -v "$san" >/dev/null || { echo "sanitize.sh: $san not found (it ships wi
 
 # One shape under every tool: its lines on stdout, exit 1 if any tool reported an error.
 sanitize_one() {
-  local run=$1 failed=0
+  local run=$1 failed=0 label cmd=() env_vars=() is_gtest=0
   if [[ $run == gtest:* ]]; then
-    local tool out rc summary tests=${SOFTMAX_TESTS:-build/tests/softmax_tests}
-    for tool in "${tools[@]}"; do
-      out=$("$san" --tool "$tool" --error-exitcode 3 "$tests" --gtest_filter="${run#gtest:}" 2>&1)
-      rc=$?
-      summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" <<<"$out" | tail -1)
-      printf '%-40s %-10s rc=%d  %s  (%s)\n' "$run" "$tool" "$rc" "${summary:-no summary line}" \
-        "$(grep -oE '[0-9]+ tests? from [0-9]+ test suites? ran|PASSED.*|FAILED.*' <<<"$out" | tr '\n' ' ')"
-      if [ "$rc" -ne 0 ] || ! grep -q "PASSED" <<<"$out" || grep -q "FAILED" <<<"$out"; then
-        failed=1
-        tail -20 <<<"$out"
-      fi
-    done
-    return "$failed"
+    is_gtest=1
+    label=$(printf '%-40s' "$run")
+    cmd=("${SOFTMAX_TESTS:-build/tests/softmax_tests}" --gtest_filter="${run#gtest:}")
+  else
+    [[ $run =~ $shape_re ]]
+    label=$(printf '%-22s %-15s' "${run%%:*}" "${run#*:}")
+    [ -n "${BASH_REMATCH[2]}" ] && env_vars=(FASTSOFTMAX_NO_CLUSTERS=1)
+    cmd=("$prof" "${BASH_REMATCH[1]}" "${BASH_REMATCH[3]}" "${BASH_REMATCH[4]}")
+    [ -n "${BASH_REMATCH[5]}" ] && cmd+=("${BASH_REMATCH[6]}" "${BASH_REMATCH[7]}")
   fi
-  [[ $run =~ $shape_re ]]
-  local step=${BASH_REMATCH[1]} rows=${BASH_REMATCH[3]} cols=${BASH_REMATCH[4]}
-  local env_vars=() offsets=()
-  [ -n "${BASH_REMATCH[2]}" ] && env_vars=(FASTSOFTMAX_NO_CLUSTERS=1)
-  [ -n "${BASH_REMATCH[5]}" ] && offsets=("${BASH_REMATCH[6]}" "${BASH_REMATCH[7]}")
-  local shape=${run#*:} tool out rc summary
+  local tool out rc summary tests_line=""
   for tool in "${tools[@]}"; do
     if [ "$tool" = synccheck ] && [[ $synccheck_skip == *" $run "* ]]; then
-      printf '%-22s %-15s %-10s skipped (clusters of 9-16: see the note at the top)\n' \
-        "${run%%:*}" "$shape" "$tool"
+      printf '%s %-10s skipped (clusters of 9-16: see the note at the top)\n' "$label" "$tool"
       continue
     fi
-    out=$(env ${env_vars[@]+"${env_vars[@]}"} "$san" --tool "$tool" --error-exitcode 3 "$prof" \
-      "$step" "$rows" "$cols" ${offsets[@]+"${offsets[@]}"} 2>&1)
+    out=$(env ${env_vars[@]+"${env_vars[@]}"} "$san" --tool "$tool" --error-exitcode 3 \
+      "${cmd[@]}" 2>&1)
     rc=$?
     summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" <<<"$out" | tail -1)
-    printf '%-22s %-15s %-10s rc=%d  %s\n' "${run%%:*}" "$shape" "$tool" "$rc" \
-      "${summary:-no summary line}"
+    # A GoogleTest run must also have passed its tests under the tool.
+    if [ "$is_gtest" = 1 ]; then
+      tests_line="  ($(grep -oE '[0-9]+ tests? from [0-9]+ test suites? ran|PASSED.*|FAILED.*' \
+        <<<"$out" | tr '\n' ' '))"
+      if ! grep -q "PASSED" <<<"$out" || grep -q "FAILED" <<<"$out"; then [ "$rc" -ne 0 ] || rc=1; fi
+    fi
+    printf '%s %-10s rc=%d  %s%s\n' "$label" "$tool" "$rc" "${summary:-no summary line}" \
+      "$tests_line"
     if [ "$rc" -ne 0 ]; then
       failed=1
       tail -20 <<<"$out"
