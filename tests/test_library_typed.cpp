@@ -202,10 +202,13 @@ void check_backward(const Case& c) {
   EXPECT_EQ(bad, 0) << "elements out of tolerance";
 }
 
-// Packs of 8 in 16-bit (4 in float32): a group of 1-32 lanes up to 32 packs, a warp with two or
-// four packs a lane up to 128, blocks of 128-1024 threads holding 32 values a thread forward and
-// 16 of each stream backward, then two passes. Offsets (3, 3): rows start off 16-byte boundaries
-// (heads and tails); (1, 2): the pointers' offsets differ, one element an access.
+// Packs of 8 in 16-bit (4 in float32): a group of 1-32 lanes up to 32 packs; a warp, then blocks
+// of 128 and 256 threads, with just enough packs a thread (at most 64 values over the streams:
+// 8 packs forward, 4 of each stream backward in 16-bit, 8 of each in float32); then the row in
+// shared memory, a CTA a row on many rows and clusters of 2-16 on long or few rows; past what 16
+// CTAs hold, two passes. One element an access (the pointers' offsets differ): a warp with one,
+// two or four a lane, blocks of 128-1024 threads, two passes. Offsets (3, 3): rows start off
+// 16-byte boundaries (heads and tails); (1, 2): one element an access.
 const Case kForward16[] = {
     {"group1", 4097, 5, 0, 0, 0, "typed_group", true},
     {"group2_unaligned", 3001, 13, 3, 3, 3, "typed_group", true},
@@ -214,16 +217,21 @@ const Case kForward16[] = {
     {"group32_grid_stride", 9000, 200, 0, 0, 0, "typed_group", true},
     {"warp2", 700, 500, 3, 3, 3, "typed_warp", true},
     {"warp4", 600, 1000, 0, 0, 0, "typed_warp", true},
-    {"block128_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
-    {"block256", 200, 6000, 0, 0, 0, "typed_block", true},
-    {"block512_unaligned", 90, 12003, 3, 3, 3, "typed_block", true},
-    {"block1024", 40, 30000, 0, 0, 0, "typed_block", true},
-    {"two_pass_unaligned", 20, 40003, 3, 3, 3, "typed_two_pass", true},
+    {"warp8_unaligned", 300, 2001, 3, 3, 3, "typed_warp", true},
+    {"block128x3_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
+    {"block128x6", 200, 6000, 0, 0, 0, "typed_block", true},
+    {"block256x6_unaligned", 90, 12003, 3, 3, 3, "typed_block", true},
+    {"smem_cta_a_row", 300, 20000, 0, 0, 0, "typed_smem", true},
+    {"smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_smem", true},
+    {"smem_few_rows_cluster3", 40, 30000, 0, 0, 0, "typed_smem", true},
+    {"smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_smem", true},
+    {"two_pass_unaligned", 2, 1900003, 3, 3, 3, "typed_two_pass", true},
     {"scalar_group", 500, 31, 1, 1, 2, "typed_group", false},
     {"scalar_warp", 500, 100, 1, 1, 2, "typed_warp", false},
     {"scalar_block", 200, 3000, 1, 1, 2, "typed_block", false},
     {"scalar_two_pass", 10, 40000, 1, 1, 2, "typed_two_pass", false},
     {"in_place", 300, 1000, 3, 3, 3, "typed_warp", true, 1},
+    {"in_place_cluster", 10, 40003, 3, 3, 3, "typed_smem", true, 1},
     {"head_and_tail_only", 1000, 3, 6, 6, 6, "typed_group", true},  // 2 head, no pack, 1 tail
 };
 
@@ -231,13 +239,15 @@ const Case kBackward16[] = {
     {"group4_unaligned", 3000, 29, 3, 3, 3, "typed_group", true},
     {"group32", 2000, 250, 0, 0, 0, "typed_group", true},
     {"warp4_unaligned", 500, 1001, 3, 3, 3, "typed_warp", true},
-    {"block256", 200, 3000, 0, 0, 0, "typed_block", true},
-    {"block1024_unaligned", 50, 12003, 3, 3, 3, "typed_block", true},
-    {"two_pass", 20, 20000, 0, 0, 0, "typed_two_pass", true},
+    {"block128x3", 200, 3000, 0, 0, 0, "typed_block", true},
+    {"block256x4_unaligned", 100, 7001, 3, 3, 3, "typed_block", true},
+    {"smem_cta_a_row_unaligned", 300, 9001, 3, 3, 3, "typed_smem", true},
+    {"smem_few_rows_cluster2", 50, 12003, 0, 0, 0, "typed_smem", true},
+    {"two_pass", 2, 1000003, 0, 0, 0, "typed_two_pass", true},
     {"scalar_warp", 400, 100, 1, 2, 1, "typed_warp", false},
     {"scalar_two_pass", 10, 20001, 2, 1, 1, "typed_two_pass", false},
     {"in_place_dy", 100, 3001, 3, 3, 3, "typed_block", true, 1},
-    {"in_place_y", 10, 20001, 3, 3, 3, "typed_two_pass", true, 2},
+    {"in_place_y_cluster", 10, 20001, 3, 3, 3, "typed_smem", true, 2},
     {"head_and_tail_only", 1000, 3, 6, 6, 6, "typed_group", true},
 };
 
@@ -245,11 +255,14 @@ const Case kBackward32[] = {
     {"group1", 5000, 1, 0, 0, 0, "typed_group", true},
     {"group2_unaligned", 3000, 7, 1, 1, 1, "typed_group", true},
     {"warp2", 700, 200, 0, 0, 0, "typed_warp", true},
-    {"block128_unaligned", 300, 1001, 3, 3, 3, "typed_block", true},
-    {"block1024", 40, 16000, 0, 0, 0, "typed_block", true},
-    {"two_pass_unaligned", 10, 20001, 2, 2, 2, "typed_two_pass", true},
+    {"warp8_unaligned", 300, 1001, 3, 3, 3, "typed_warp", true},
+    {"block128x6_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
+    {"block256x6", 100, 6001, 0, 0, 0, "typed_block", true},
+    {"smem_few_rows_cluster3", 40, 16000, 0, 0, 0, "typed_smem", true},
+    {"smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_smem", true},
+    {"two_pass_unaligned", 2, 500001, 2, 2, 2, "typed_two_pass", true},
     {"scalar_block", 200, 1000, 1, 2, 3, "typed_block", false},
-    {"in_place_dy", 100, 999, 1, 1, 1, "typed_block", true, 1},
+    {"in_place_dy", 100, 999, 1, 1, 1, "typed_warp", true, 1},
 };
 
 // One test a suite, each case under its own trace: the cases share one process (and one CUDA

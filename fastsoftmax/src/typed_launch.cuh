@@ -6,12 +6,17 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 #include "check.h"
 #include "launch.cuh"
 #include "plan_record.h"
+#include "short_rules.h"
 #include "typed_rows.cuh"
+#include "typed_smem.cuh"
 
 namespace fastsoftmax::detail {
 
@@ -67,65 +72,237 @@ void launch_typed_two_pass(const T* a, const T* b, T* out, int rows, int cols,
   FS_CHECK_LAUNCH();
 }
 
-// The in-register mappings for one pack width: a group of 1-32 lanes with one pack a lane, 32
-// lanes with two or four, then blocks of 128-1024 threads; past what a block of 1024 holds, two
-// passes. kVec == 1 (pointers at different offsets from 16 bytes) starts at 32 lanes.
+// The limits of `typed_smem` on this device for one kernel, looked up once a device and kernel
+// (which also sets the kernel's attributes): the dynamic
+// shared memory a CTA may take with two CTAs an SM, and alone on one.
+struct TypedSmemBudget {
+  int64_t pair = 0, alone = 0;
+  bool clusters = false;  // sm_90 and later
+};
+
+template <typename Kernel>
+TypedSmemBudget typed_smem_budget(Kernel kernel) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, TypedSmemBudget> cache;
+  int device = 0;
+  FS_CHECK(cudaGetDevice(&device));
+  const auto key = std::make_pair(device, reinterpret_cast<const void*>(kernel));
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = cache.find(key);
+  if (found != cache.end()) return found->second;
+  int optin = 0, sm_bytes = 0, reserved = 0, major = 0;
+  FS_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FS_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  FS_CHECK(cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  FS_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  cudaFuncAttributes attributes{};
+  FS_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  const int fixed = static_cast<int>(attributes.sharedSizeBytes);
+  TypedSmemBudget budget;
+  budget.clusters = major >= 9;
+  budget.alone = optin - fixed;
+  budget.pair = std::min<int64_t>(budget.alone, sm_bytes / 2 - reserved - fixed);
+  FS_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(budget.alone)));
+  // Clusters of 9-16 are not portable: where the GPU refuses them, none fit (the plan falls back).
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+      cudaSuccess)
+    (void)cudaGetLastError();
+  return cache.emplace(key, budget).first->second;
+}
+
+// How many clusters of `ctas` CTAs with `bytes` of dynamic shared memory each fit on the GPU at
+// once (0: none, or a cluster size the GPU cannot form). Cached.
+template <typename Kernel>
+int64_t typed_clusters_that_fit(Kernel kernel, int ctas, size_t bytes) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, const void*, int, size_t>, int64_t> cache;
+  int device = 0;
+  FS_CHECK(cudaGetDevice(&device));
+  const auto key = std::make_tuple(device, reinterpret_cast<const void*>(kernel), ctas, bytes);
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = cache.find(key);
+  if (found != cache.end()) return found->second;
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(ctas);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.gridDim = dim3(static_cast<unsigned>(ctas));
+  cfg.blockDim = dim3(kTypedSmemThreads);
+  cfg.dynamicSmemBytes = bytes;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  if (ctas == 1) {  // no cluster launch: the blocks an SM
+    FS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&clusters, kernel, kTypedSmemThreads,
+                                                           bytes));
+    clusters *= device_info().sms;
+  } else if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    clusters = 0;
+  }
+  return cache.emplace(key, clusters).first->second;
+}
+
+struct TypedSmemPlan {
+  int ctas = 0;  // a cluster's CTAs, one row a cluster; 0: the row does not fit
+  int chunk = 0;  // body packs of each stream a CTA holds
+  size_t bytes = 0;
+  int64_t clusters = 0;
+};
+
+// The fewest CTAs a row whose parts fit two CTAs an SM (or, past 16 of those, one an SM); on few
+// rows, more CTAs a row, up to the SMs over the rows (at least 512 packs a CTA).
 template <typename T, int kVec, bool kBackward>
-void launch_typed_for(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
+TypedSmemPlan plan_typed_smem(int rows, int cols) {
+  const auto kernel = typed_smem_kernel<T, kVec, kBackward>;
+  const TypedSmemBudget budget = typed_smem_budget(kernel);
+  constexpr int64_t kPackBytes = 16 * (kBackward ? 2 : 1);
+  const int64_t packs = std::max<int64_t>(1, cols / kVec);  // the most body packs a row has
+  const int64_t bytes = packs * kPackBytes;
+  int64_t ctas = (bytes + budget.pair - 1) / budget.pair;
+  if (ctas > kTypedMaxCluster) ctas = (bytes + budget.alone - 1) / budget.alone;
+  if (ctas > kTypedMaxCluster) return {};
+  const int64_t sms = device_info().sms;
+  if (rows * ctas < sms) {
+    const int64_t wide = std::min<int64_t>({kTypedMaxCluster, sms / rows, packs / 512});
+    if (budget.clusters) ctas = std::max(ctas, wide);
+  }
+  if (ctas > 1 && !budget.clusters) return {};
+  TypedSmemPlan plan;
+  plan.ctas = static_cast<int>(ctas);
+  plan.chunk = static_cast<int>((packs + ctas - 1) / ctas);
+  plan.bytes = static_cast<size_t>(plan.chunk * kPackBytes);
+  const int64_t fit = typed_clusters_that_fit(kernel, plan.ctas, plan.bytes);
+  if (fit == 0) return {};
+  const int64_t rounds = (rows + fit - 1) / fit;
+  plan.clusters = (rows + rounds - 1) / rounds;
+  return plan;
+}
+
+template <typename T, int kVec, bool kBackward>
+void launch_typed_smem(const TypedSmemPlan& plan, const T* a, const T* b, T* out, int rows,
+                       int cols, cudaStream_t stream) {
+  if (recording()) {
+    name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") +
+                ", clusters of " + std::to_string(plan.ctas) + " CTAs a row, " +
+                std::to_string(plan.chunk) + " packs of " + std::to_string(kVec) + " a CTA");
+  }
+  const int64_t blocks = plan.clusters * plan.ctas;
+  if (recorded(blocks, kTypedSmemThreads, plan.bytes)) return;
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(plan.ctas);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.blockDim = dim3(kTypedSmemThreads);
+  cfg.dynamicSmemBytes = plan.bytes;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = plan.ctas > 1 ? 1 : 0;  // a CTA a row needs no cluster (nor sm_90)
+  FS_CHECK(cudaLaunchKernelEx(&cfg, typed_smem_kernel<T, kVec, kBackward>, a, b, out, rows, cols,
+                              plan.chunk));
+}
+
+// Values a thread holds in registers over its streams, at most: 64 floats (the float32 `block`
+// holds up to 16 float4), so 8 packs of 8 in the 16-bit forward, 4 of each stream in the 16-bit
+// backward, 8 of 4 of each in the float32 backward.
+template <typename T, bool kBackward>
+constexpr int typed_max_packs() {
+  return 64 / (kBackward ? 2 : 1) / (16 / int(sizeof(T)));
+}
+
+// 16-byte packs: a group of 1-32 lanes up to 32 packs (one a lane); a warp with 2 to kMax packs a
+// lane; blocks of 128, then 256 threads with just enough packs a thread to cover the row (padding
+// costs registers, and registers decide how many rows an SM has in flight); past those, the row
+// in shared memory (typed_smem.cuh); past what 16 CTAs hold, two passes.
+template <typename T, int kVec, bool kBackward>
+void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
+  constexpr int kMax = typed_max_packs<T, kBackward>();
   const int64_t packs = (int64_t(cols) + kVec - 1) / kVec;  // at least the body's packs
-  constexpr int kBlockPacks = typed_block_values(kBackward) / kVec;
-  const char* kGroupWhy =
-      "rows of at most 32 packs: a group of lanes a row, one pack a lane, "
-      "the row in registers";
-  const char* kWarpWhy = "rows of 33-128 packs: a warp a row, two or four packs a lane";
-  const char* kBlockWhy = "rows a block of 128-1024 threads holds in registers: a block a row";
-  if constexpr (kVec > 1) {
-    if (packs <= 32) {
-      note("typed_group", kGroupWhy);
-      if (packs <= 1)
-        return launch_typed_rows<T, kVec, 1, 1, kBackward>(a, b, out, rows, cols, stream);
-      if (packs <= 2)
-        return launch_typed_rows<T, kVec, 2, 1, kBackward>(a, b, out, rows, cols, stream);
-      if (packs <= 4)
-        return launch_typed_rows<T, kVec, 4, 1, kBackward>(a, b, out, rows, cols, stream);
-      if (packs <= 8)
-        return launch_typed_rows<T, kVec, 8, 1, kBackward>(a, b, out, rows, cols, stream);
-      if (packs <= 16)
-        return launch_typed_rows<T, kVec, 16, 1, kBackward>(a, b, out, rows, cols, stream);
-      return launch_typed_rows<T, kVec, 32, 1, kBackward>(a, b, out, rows, cols, stream);
-    }
-  } else if (packs <= 32) {
-    note("typed_group", kGroupWhy);
+  const auto per = [&](int threads) { return (packs + threads - 1) / threads; };
+  if (packs <= 32) {
+    note("typed_group",
+         "rows of at most 32 packs: a group of lanes a row, one pack a lane, the row in "
+         "registers");
+    if (packs <= 1) return launch_typed_rows<T, kVec, 1, 1, kBackward>(a, b, out, rows, cols, stream);
+    if (packs <= 2) return launch_typed_rows<T, kVec, 2, 1, kBackward>(a, b, out, rows, cols, stream);
+    if (packs <= 4) return launch_typed_rows<T, kVec, 4, 1, kBackward>(a, b, out, rows, cols, stream);
+    if (packs <= 8) return launch_typed_rows<T, kVec, 8, 1, kBackward>(a, b, out, rows, cols, stream);
+    if (packs <= 16)
+      return launch_typed_rows<T, kVec, 16, 1, kBackward>(a, b, out, rows, cols, stream);
     return launch_typed_rows<T, kVec, 32, 1, kBackward>(a, b, out, rows, cols, stream);
   }
-  if (packs <= 64) {
-    note("typed_warp", kWarpWhy);
-    return launch_typed_rows<T, kVec, 32, 2, kBackward>(a, b, out, rows, cols, stream);
+  if (packs <= 32 * kMax) {
+    note("typed_warp", "rows a warp holds in registers: a warp a row, 2 or more packs a lane");
+    return with_packs<2, kMax>(per(32), [&](auto p) {
+      launch_typed_rows<T, kVec, 32, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
+    });
+  }
+  if (packs <= 256 * kMax) {
+    note("typed_block", "rows a block of 128 or 256 threads holds in registers: a block a row");
+    if (packs <= 128 * kMax) {
+      return with_packs<kMax / 4 + 1, kMax>(per(128), [&](auto p) {
+        launch_typed_rows<T, kVec, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols,
+                                                                      stream);
+      });
+    }
+    return with_packs<kMax / 2 + 1, kMax>(per(256), [&](auto p) {
+      launch_typed_rows<T, kVec, 256, decltype(p)::value, kBackward>(a, b, out, rows, cols,
+                                                                    stream);
+    });
+  }
+  const TypedSmemPlan plan = plan_typed_smem<T, kVec, kBackward>(rows, cols);
+  if (plan.ctas > 0) {
+    note("typed_smem",
+         "rows past a block's registers that up to 16 CTAs hold in shared memory: a cluster a "
+         "row, the row in shared memory in its dtype");
+    return launch_typed_smem<T, kVec, kBackward>(plan, a, b, out, rows, cols, stream);
+  }
+  note("typed_two_pass",
+       "rows longer than 16 CTAs hold in shared memory: a block a row, the row read twice");
+  return launch_typed_two_pass<T, kVec, kBackward>(a, b, out, rows, cols, stream);
+}
+
+// One element an access (kVec = 1): a warp with two or four a lane up to 128, blocks of 128-1024
+// threads holding 32 values a thread forward and 16 of each stream backward, then two passes.
+template <typename T, bool kBackward>
+void launch_typed_scalar(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
+  constexpr int kBlockPacks = typed_block_values(kBackward);
+  const int64_t packs = cols;
+  const char* kBlockWhy = "rows a block of 128-1024 threads holds in registers: a block a row";
+  if (packs <= 32) {
+    note("typed_group", "rows of at most 32 elements: a warp a row, one a lane");
+    return launch_typed_rows<T, 1, 32, 1, kBackward>(a, b, out, rows, cols, stream);
   }
   if (packs <= 128) {
-    note("typed_warp", kWarpWhy);
-    return launch_typed_rows<T, kVec, 32, 4, kBackward>(a, b, out, rows, cols, stream);
+    note("typed_warp", "rows of 33-128 elements: a warp a row, two or four a lane");
+    if (packs <= 64) return launch_typed_rows<T, 1, 32, 2, kBackward>(a, b, out, rows, cols, stream);
+    return launch_typed_rows<T, 1, 32, 4, kBackward>(a, b, out, rows, cols, stream);
   }
   if (packs <= 128 * kBlockPacks) {
     note("typed_block", kBlockWhy);
-    return launch_typed_rows<T, kVec, 128, kBlockPacks, kBackward>(a, b, out, rows, cols, stream);
+    return launch_typed_rows<T, 1, 128, kBlockPacks, kBackward>(a, b, out, rows, cols, stream);
   }
   if (packs <= 256 * kBlockPacks) {
     note("typed_block", kBlockWhy);
-    return launch_typed_rows<T, kVec, 256, kBlockPacks, kBackward>(a, b, out, rows, cols, stream);
+    return launch_typed_rows<T, 1, 256, kBlockPacks, kBackward>(a, b, out, rows, cols, stream);
   }
   if (packs <= 512 * kBlockPacks) {
     note("typed_block", kBlockWhy);
-    return launch_typed_rows<T, kVec, 512, kBlockPacks, kBackward>(a, b, out, rows, cols, stream);
+    return launch_typed_rows<T, 1, 512, kBlockPacks, kBackward>(a, b, out, rows, cols, stream);
   }
   if (packs <= 1024 * kBlockPacks) {
     note("typed_block", kBlockWhy);
-    return launch_typed_rows<T, kVec, 1024, kBlockPacks, kBackward>(a, b, out, rows, cols, stream);
+    return launch_typed_rows<T, 1, 1024, kBlockPacks, kBackward>(a, b, out, rows, cols, stream);
   }
   note("typed_two_pass",
-       "rows longer than a block of 1024 holds in registers: a block a row, "
-       "the row read twice");
-  return launch_typed_two_pass<T, kVec, kBackward>(a, b, out, rows, cols, stream);
+       "rows longer than a block of 1024 holds in registers: a block a row, the row read twice");
+  return launch_typed_two_pass<T, 1, kBackward>(a, b, out, rows, cols, stream);
 }
 
 // Every pointer of the call shares its offset from a 16-byte boundary: 16-byte packs; otherwise
@@ -136,9 +313,9 @@ void launch_typed(const T* a, const T* b, T* out, int rows, int cols, cudaStream
              uo = reinterpret_cast<uintptr_t>(out);
   const bool shared = (ua - uo) % 16 == 0 && (!kBackward || (ua - ub) % 16 == 0);
   if (shared) {
-    return launch_typed_for<T, 16 / int(sizeof(T)), kBackward>(a, b, out, rows, cols, stream);
+    return launch_typed_packed<T, 16 / int(sizeof(T)), kBackward>(a, b, out, rows, cols, stream);
   }
-  launch_typed_for<T, 1, kBackward>(a, b, out, rows, cols, stream);
+  launch_typed_scalar<T, kBackward>(a, b, out, rows, cols, stream);
   if (Plan* p = recording()) {
     p->why +=
         " (the pointers do not share their offset from a 16-byte boundary: one element an "

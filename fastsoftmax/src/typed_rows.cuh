@@ -168,8 +168,14 @@ __host__ __device__ constexpr int typed_block_threads() {
 // each element is read, then written, by the same thread, and never read after it is written.
 // Grid-stride over warp-uniform row bases, so every lane of a warp reaches every shuffle; a group
 // past the last row takes part with nothing loaded or stored.
+// Blocks an SM the register budget is set for: four of 128 threads, two of 256, else one.
+template <int kThreads>
+__host__ __device__ constexpr int typed_min_blocks() {
+  return typed_block_threads<kThreads>() <= 128 ? 4 : kThreads == 256 ? 2 : 1;
+}
+
 template <typename T, int kVec, int kThreads, int kPacks, bool kBackward>
-__global__ void __launch_bounds__(typed_block_threads<kThreads>())
+__global__ void __launch_bounds__(typed_block_threads<kThreads>(), typed_min_blocks<kThreads>())
     typed_rows_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                       int rows, int cols) {
   constexpr int kBlock = typed_block_threads<kThreads>();
