@@ -7,12 +7,14 @@
 // A cluster of C CTAs (1-16) takes a row: CTA r holds packs [r * chunk, (r + 1) * chunk) of the
 // row's body, and CTA 0 also the head and tail elements, in registers. Pass 1 loads the CTA's
 // packs (kUnroll of each stream a thread in flight), copies them to shared memory unchanged and
-// folds them into the thread's (max, sum) or dot product; the block reduces; with C > 1 each CTA
-// publishes its result in its own shared memory, one cluster barrier, and every thread merges
-// the C results through distributed shared memory in rank order (so every CTA gets the same bits).
-// Pass 2 reads the packs back from shared memory and writes the output. Each thread reads back
-// only the packs it stored, so the stage needs no barrier. Persistent: a cluster takes rows
-// cluster, cluster + clusters, ...
+// takes their max (forward) or the dot product (backward): a short loop, so the loads go out
+// back to back. The block reduces; with C > 1 each CTA publishes its result in its own shared
+// memory, one cluster barrier, and every thread combines the C results through distributed
+// shared memory in rank order (so every CTA gets the same bits). The forward then sums the exps
+// against the max from shared memory and reduces again (two exps an element in all, against
+// one where the row stays in registers). Pass 2 reads the packs back from shared memory and
+// writes the output. Each thread reads back only the packs it stored, so the stage needs no
+// barrier. Persistent: a cluster takes rows cluster, cluster + clusters, ...
 #pragma once
 
 #include <cooperative_groups.h>
@@ -21,25 +23,51 @@
 
 namespace fastsoftmax::detail {
 
-constexpr int kTypedSmemThreads = 512;
 constexpr int kTypedMaxCluster = 16;  // 9-16: non-portable cluster sizes, allowed per kernel
 
-template <typename T, int kVec, bool kBackward>
-__global__ void __launch_bounds__(kTypedSmemThreads, 2)
+// CTAs of 256 threads, four an SM (parts of up to a quarter of its shared memory), or of 512, two
+// an SM (larger parts): 64 registers a thread either way.
+template <int kThreads>
+constexpr int typed_smem_min_blocks() {
+  return kThreads == 256 ? 4 : 2;
+}
+
+// The largest of a pack of 8 16-bit values, taken in pairs in the dtype (three max instructions
+// on pairs instead of eight conversions and eight float max: the forward's first pass is this
+// and the loads). A NaN is skipped, as fmaxf skips it; it still reaches the sum through exp.
+__device__ __forceinline__ float pack_max(const Pack<__nv_bfloat16, 8>& p) {
+  const auto* h = reinterpret_cast<const __nv_bfloat162*>(p.v);
+  const __nv_bfloat162 m = __hmax2(__hmax2(h[0], h[1]), __hmax2(h[2], h[3]));
+  return fmaxf(__low2float(m), __high2float(m));
+}
+__device__ __forceinline__ float pack_max(const Pack<__half, 8>& p) {
+  const auto* h = reinterpret_cast<const __half2*>(p.v);
+  const __half2 m = __hmax2(__hmax2(h[0], h[1]), __hmax2(h[2], h[3]));
+  return fmaxf(__low2float(m), __high2float(m));
+}
+template <int kVec>
+__device__ __forceinline__ float pack_max(const Pack<float, kVec>& p) {
+  float m = p.v[0];
+#pragma unroll
+  for (int e = 1; e < kVec; ++e) m = fmaxf(m, p.v[e]);
+  return m;
+}
+
+template <typename T, int kVec, int kThreads, bool kBackward>
+__global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
     typed_smem_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                       int rows, int cols, int chunk) {
   namespace cg = cooperative_groups;
   using P = Pack<T, kVec>;
-  constexpr int kThreads = kTypedSmemThreads;
   constexpr int kWarps = kThreads / kWarpSize;
-  // Packs of each stream a thread has in flight: 4 of one stream, 2 of each of two.
-  constexpr int kUnroll = kBackward ? 2 : 4;
+  // Packs of each stream a thread has in flight: 8 of one stream (the forward's first pass only
+  // takes a max), 2 of each of two (more spilled).
+  constexpr int kUnroll = kBackward ? 2 : 8;
   extern __shared__ uint4 stage_words[];
   P* stage_a = reinterpret_cast<P*>(stage_words);
   P* stage_b = stage_a + chunk;  // backward: dy after y
-  __shared__ float2 pairs[2][kWarps];  // block reductions, by row parity
-  __shared__ float slots[2][kWarps];
-  __shared__ float2 published[2];  // this CTA's result for its peers, by row parity
+  __shared__ float slots[2][2][kWarps];  // block reductions: [max or dot, sum][row parity]
+  __shared__ float published[2][2];      // this CTA's max and sum (or dot) for its peers
   (void)published;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -49,6 +77,25 @@ __global__ void __launch_bounds__(kTypedSmemThreads, 2)
 #else
   const int ctas = 1, rank = 0;  // no clusters before sm_90: the plan never asks for them
 #endif
+  // The block's max (kMax) or sum, then with C > 1 the cluster's: each CTA publishes its own,
+  // one cluster barrier, and every thread combines all C in rank order.
+  auto row_reduce = [&](float v, int which, int parity, bool is_max) {
+    v = is_max ? block_all_reduce<kThreads, true>(v, slots[which][parity])
+               : block_all_reduce<kThreads, false>(v, slots[which][parity]);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (ctas > 1) {
+      if (threadIdx.x == 0) published[which][parity] = v;
+      cluster.sync();
+      v = is_max ? -INFINITY : 0.f;
+      for (int q = 0; q < ctas; ++q) {
+        const float p = *cluster.map_shared_rank(&published[which][parity], q);
+        v = is_max ? fmaxf(v, p) : v + p;
+      }
+    }
+#endif
+    return v;
+  };
+
   const int t = threadIdx.x;
   int parity = 0;
   for (int64_t row = blockIdx.x / ctas; row < rows; row += gridDim.x / ctas, parity ^= 1) {
@@ -63,8 +110,8 @@ __global__ void __launch_bounds__(kTypedSmemThreads, 2)
     const bool has_head = rank == 0 && t < s.head, has_tail = rank == 0 && t < s.tail;
     float head_a = 0.f, head_b = 0.f, tail_a = 0.f, tail_b = 0.f;
 
-    // Pass 1.
-    float m = -INFINITY, acc = 0.f;
+    // Pass 1: load, keep, and take the max (forward) or the dot product (backward).
+    float acc = kBackward ? 0.f : -INFINITY;
     for (int i0 = begin + t; i0 < end; i0 += kThreads * kUnroll) {
       P pa[kUnroll], pb[kUnroll];
 #pragma unroll
@@ -86,10 +133,7 @@ __global__ void __launch_bounds__(kTypedSmemThreads, 2)
           for (int e = 0; e < kVec; ++e)
             acc = fmaf(Elem<T>::in(pa[u].v[e]), Elem<T>::in(pb[u].v[e]), acc);
         } else {
-          float v[kVec];
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) v[e] = Elem<T>::in(pa[u].v[e]);
-          online_add(m, acc, v);
+          acc = fmaxf(acc, pack_max(pa[u]));
         }
       }
     }
@@ -101,34 +145,27 @@ __global__ void __launch_bounds__(kTypedSmemThreads, 2)
       tail_a = Elem<T>::in(a[tail_at + t]);
       if constexpr (kBackward) tail_b = Elem<T>::in(b[tail_at + t]);
     }
+    float by;  // forward: 1 / sum; backward: the dot product
+    float m = 0.f;
     if constexpr (kBackward) {
       acc = fmaf(head_a, head_b, fmaf(tail_a, tail_b, acc));  // zeros where not owned
-      acc = block_all_reduce<kThreads, false>(acc, slots[parity]);
+      by = row_reduce(acc, 0, parity, false);
     } else {
-      float edges[2] = {has_head ? head_a : -INFINITY, has_tail ? tail_a : -INFINITY};
-      online_add(m, acc, edges);
-      block_reduce_pair<kThreads>(m, acc, pairs[parity]);
-    }
-
-    // The cluster's result: every CTA's, merged in rank order.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (ctas > 1) {
-      if (t == 0) published[parity] = make_float2(m, acc);
-      cluster.sync();
-      float row_m = -INFINITY, row_acc = 0.f;
-      for (int q = 0; q < ctas; ++q) {
-        const float2 p = *cluster.map_shared_rank(&published[parity], q);
-        if constexpr (kBackward) {
-          row_acc += p.y;
-        } else {
-          merge(row_m, row_acc, p.x, p.y);
-        }
+      if (has_head) acc = fmaxf(acc, head_a);
+      if (has_tail) acc = fmaxf(acc, tail_a);
+      m = row_reduce(acc, 0, parity, true);
+      // Pass 1b: the sum of exps against the row's max, from shared memory.
+      float sum = 0.f;
+#pragma unroll 4
+      for (int i = begin + t; i < end; i += kThreads) {
+        const P pa = stage_a[i - begin];
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) sum += exp_(Elem<T>::in(pa.v[e]) - m);
       }
-      m = row_m;
-      acc = row_acc;
+      if (has_head) sum += exp_(head_a - m);
+      if (has_tail) sum += exp_(tail_a - m);
+      by = reciprocal(row_reduce(sum, 1, parity, false));
     }
-#endif
-    const float by = kBackward ? acc : reciprocal(acc);  // the dot product, or 1 / sum
     auto result = [&](float va, float vb) {
       if constexpr (kBackward) {
         return va * (vb - by);
@@ -154,7 +191,7 @@ __global__ void __launch_bounds__(kTypedSmemThreads, 2)
     if (has_head) out[offset + t] = Elem<T>::out(result(head_a, head_b));
     if (has_tail) out[tail_at + t] = Elem<T>::out(result(tail_a, tail_b));
   }
-  // A peer may still be reading this CTA's last published result.
+  // A peer may still be reading this CTA's last published values.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if (ctas > 1) cluster.sync();
 #endif
