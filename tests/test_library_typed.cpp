@@ -203,10 +203,10 @@ void check_backward(const Case& c) {
 }
 
 // Packs of 8 in 16-bit (4 in float32): a group of 1-32 lanes up to 32 packs; a warp, then blocks
-// of 128 and 256 threads, with just enough packs a thread (at most 6 packs forward, 4 of each
-// stream backward in 16-bit, 8 of each in float32); then the row in shared memory, a CTA a row on
-// many rows, clusters of 2-16 on long or few rows, two buffers two CTAs an SM, or one an SM, or
-// one buffer; past what 16 CTAs hold, two passes. One element an access (the pointers' offsets differ): a warp with one,
+// of 128 and 256 threads, with just enough packs a thread (at most 8 packs forward, 4 of each
+// stream backward in 16-bit, 8 of each in float32); then the row in shared memory, a CTA of 256
+// or 512 threads a row on many rows, clusters of 2-16 (two CTAs an SM, or one) on long or few
+// rows; past what 16 CTAs hold, two passes. One element an access (the pointers' offsets differ): a warp with one,
 // two or four a lane, blocks of 128-1024 threads, two passes. Offsets (3, 3): rows start off
 // 16-byte boundaries (heads and tails); (1, 2): one element an access.
 const Case kForward16[] = {
@@ -222,11 +222,11 @@ const Case kForward16[] = {
     {"block128x6", 200, 6000, 0, 0, 0, "typed_block", true},
     {"block256x6_unaligned", 90, 12003, 3, 3, 3, "typed_block", true},
     {"smem_cta_a_row", 300, 20000, 0, 0, 0, "typed_smem", true},
-    {"smem_cluster3_unaligned", 133, 70001, 3, 3, 3, "typed_smem", true},
+    {"smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_smem", true},
     {"smem_few_rows_cluster3", 40, 30000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_smem", true},
-    {"smem_alone_cluster16", 4, 600001, 0, 0, 0, "typed_smem", true},
-    {"smem_one_buffer_cluster16", 2, 1000003, 0, 0, 0, "typed_smem", true},
+    {"smem_cluster16_4_rows", 4, 600001, 0, 0, 0, "typed_smem", true},
+    {"smem_alone_cluster16", 2, 1000003, 0, 0, 0, "typed_smem", true},
     {"two_pass_unaligned", 2, 1900003, 3, 3, 3, "typed_two_pass", true},
     {"scalar_group", 500, 31, 1, 1, 2, "typed_group", false},
     {"scalar_warp", 500, 100, 1, 1, 2, "typed_warp", false},
@@ -245,8 +245,8 @@ const Case kBackward16[] = {
     {"block256x4_unaligned", 100, 7001, 3, 3, 3, "typed_block", true},
     {"smem_cta_a_row_unaligned", 300, 9001, 3, 3, 3, "typed_smem", true},
     {"smem_few_rows_cluster2", 50, 12003, 0, 0, 0, "typed_smem", true},
-    {"smem_alone_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_smem", true},
-    {"smem_one_buffer_cluster16", 2, 600001, 0, 0, 0, "typed_smem", true},
+    {"smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_smem", true},
+    {"smem_alone_cluster16", 2, 600001, 0, 0, 0, "typed_smem", true},
     {"two_pass", 2, 1000003, 0, 0, 0, "typed_two_pass", true},
     {"scalar_warp", 400, 100, 1, 2, 1, "typed_warp", false},
     {"scalar_two_pass", 10, 20001, 2, 1, 1, "typed_two_pass", false},
@@ -263,8 +263,8 @@ const Case kBackward32[] = {
     {"block128x6_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
     {"block256x6", 100, 6001, 0, 0, 0, "typed_block", true},
     {"smem_few_rows_cluster3", 40, 16000, 0, 0, 0, "typed_smem", true},
-    {"smem_cluster3_unaligned", 140, 20001, 2, 2, 2, "typed_smem", true},
-    {"smem_one_buffer_cluster16_unaligned", 2, 300001, 2, 2, 2, "typed_smem", true},
+    {"smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_smem", true},
+    {"smem_alone_cluster16_unaligned", 2, 300001, 2, 2, 2, "typed_smem", true},
     {"two_pass_unaligned", 2, 500001, 2, 2, 2, "typed_two_pass", true},
     {"scalar_block", 200, 1000, 1, 2, 3, "typed_block", false},
     {"in_place_dy", 100, 999, 1, 1, 1, "typed_warp", true, 1},

@@ -73,15 +73,15 @@ void launch_typed_two_pass(const T* a, const T* b, T* out, int rows, int cols,
 }
 
 // The limits of `typed_smem` on this device for one kernel, looked up once a device and kernel
-// (which also sets the kernel's attributes): the dynamic shared memory a CTA may take with two
-// CTAs an SM, and alone on one.
+// (which also sets the kernel's attributes): the dynamic shared memory a CTA may take with
+// `share` CTAs an SM (4 for CTAs of 256 threads, 2 for 512), and alone on one.
 struct TypedSmemBudget {
-  int64_t pair = 0, alone = 0;
+  int64_t shared = 0, alone = 0;
   bool clusters = false;  // sm_90 and later
 };
 
 template <typename Kernel>
-TypedSmemBudget typed_smem_budget(Kernel kernel) {
+TypedSmemBudget typed_smem_budget(Kernel kernel, int share) {
   static std::mutex mutex;
   static std::map<std::pair<int, const void*>, TypedSmemBudget> cache;
   int device = 0;
@@ -101,7 +101,7 @@ TypedSmemBudget typed_smem_budget(Kernel kernel) {
   TypedSmemBudget budget;
   budget.clusters = major >= 9;
   budget.alone = optin - fixed;
-  budget.pair = std::min<int64_t>(budget.alone, sm_bytes / 2 - reserved - fixed);
+  budget.shared = std::min<int64_t>(budget.alone, sm_bytes / share - reserved - fixed);
   FS_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 static_cast<int>(budget.alone)));
   // Clusters of 9-16 are not portable: where the GPU refuses them, none fit (the plan falls back).
@@ -111,10 +111,10 @@ TypedSmemBudget typed_smem_budget(Kernel kernel) {
   return cache.emplace(key, budget).first->second;
 }
 
-// How many clusters of `ctas` CTAs with `bytes` of dynamic shared memory each fit on the GPU at
-// once (0: none, or a cluster size the GPU cannot form). Cached.
+// How many clusters of `ctas` CTAs of `threads` with `bytes` of dynamic shared memory each fit on
+// the GPU at once (0: none, or a cluster size the GPU cannot form). Cached.
 template <typename Kernel>
-int64_t typed_clusters_that_fit(Kernel kernel, int ctas, size_t bytes) {
+int64_t typed_clusters_that_fit(Kernel kernel, int threads, int ctas, size_t bytes) {
   static std::mutex mutex;
   static std::map<std::tuple<int, const void*, int, size_t>, int64_t> cache;
   int device = 0;
@@ -130,14 +130,13 @@ int64_t typed_clusters_that_fit(Kernel kernel, int ctas, size_t bytes) {
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
   cfg.gridDim = dim3(static_cast<unsigned>(ctas));
-  cfg.blockDim = dim3(kTypedSmemThreads);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
   cfg.dynamicSmemBytes = bytes;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
   int clusters = 0;
   if (ctas == 1) {  // no cluster launch: the blocks an SM
-    FS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&clusters, kernel, kTypedSmemThreads,
-                                                           bytes));
+    FS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&clusters, kernel, threads, bytes));
     clusters *= device_info().sms;
   } else if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -147,44 +146,47 @@ int64_t typed_clusters_that_fit(Kernel kernel, int ctas, size_t bytes) {
 }
 
 struct TypedSmemPlan {
+  int threads = 0;  // a CTA's
   int ctas = 0;     // a cluster's CTAs, one row a cluster; 0: the row does not fit
   int chunk = 0;    // body packs of each stream a CTA holds
-  int buffers = 0;  // 2: the next row's part loads while this one is computed
   size_t bytes = 0;
   int64_t clusters = 0;
 };
 
-// The fewest CTAs a row whose two buffers fit two CTAs an SM, else one; past 16 CTAs, one buffer
-// (no loads in flight while a row is computed). On few rows, more CTAs a row, up to the SMs over
-// the rows (at least 512 packs a CTA).
+// A row that fits a quarter of an SM's shared memory: one CTA of 256 threads, four an SM. Larger:
+// CTAs of 512, one a row where it fits half an SM (two an SM), else the fewest that fit two an SM,
+// then one. (Measured on the H200: splitting a row to reach four CTAs an SM, or a cluster of 2
+// where one CTA would do, was slower; see docs/notes/tuning.md.) On few rows, more CTAs a row, up
+// to the SMs over the rows (at least 512 packs a CTA).
 template <typename T, int kVec, bool kBackward>
 TypedSmemPlan plan_typed_smem(int rows, int cols) {
-  const auto kernel = typed_smem_kernel<T, kVec, kBackward>;
-  const TypedSmemBudget budget = typed_smem_budget(kernel);
   constexpr int64_t kPackBytes = 16 * (kBackward ? 2 : 1);
   const int64_t packs = std::max<int64_t>(1, cols / kVec);  // the most body packs a row has
   const int64_t bytes = packs * kPackBytes;
-  const auto parts = [&](int64_t need, int64_t budget_bytes) {
-    return (need + budget_bytes - 1) / budget_bytes;
-  };
+  const auto narrow = typed_smem_kernel<T, kVec, 256, kBackward>;
+  const auto wide = typed_smem_kernel<T, kVec, 512, kBackward>;
+  const TypedSmemBudget four = typed_smem_budget(narrow, 4), two = typed_smem_budget(wide, 2);
+  const auto parts = [&](int64_t budget) { return (bytes + budget - 1) / budget; };
   TypedSmemPlan plan;
-  plan.buffers = 2;
-  int64_t ctas = parts(2 * bytes, budget.pair);
-  if (ctas > kTypedMaxCluster) ctas = parts(2 * bytes, budget.alone);
-  if (ctas > kTypedMaxCluster) {
-    plan.buffers = 1;
-    ctas = parts(bytes, budget.alone);
+  int64_t ctas = 1;
+  plan.threads = 256;
+  if (bytes > four.shared) {
+    plan.threads = 512;
+    ctas = parts(two.shared);
+    if (ctas > kTypedMaxCluster) ctas = parts(two.alone);
     if (ctas > kTypedMaxCluster) return {};
   }
   const int64_t sms = device_info().sms;
-  if (rows * ctas < sms && budget.clusters) {
+  if (rows * ctas < sms && four.clusters) {
     ctas = std::max(ctas, std::min<int64_t>({kTypedMaxCluster, sms / rows, packs / 512}));
   }
-  if (ctas > 1 && !budget.clusters) return {};
+  if (ctas > 1 && !four.clusters) return {};
   plan.ctas = static_cast<int>(ctas);
   plan.chunk = static_cast<int>((packs + ctas - 1) / ctas);
-  plan.bytes = static_cast<size_t>(plan.buffers * plan.chunk * kPackBytes);
-  const int64_t fit = typed_clusters_that_fit(kernel, plan.ctas, plan.bytes);
+  plan.bytes = static_cast<size_t>(plan.chunk * kPackBytes);
+  const int64_t fit = plan.threads == 256
+                          ? typed_clusters_that_fit(narrow, 256, plan.ctas, plan.bytes)
+                          : typed_clusters_that_fit(wide, 512, plan.ctas, plan.bytes);
   if (fit == 0) return {};
   const int64_t rounds = (rows + fit - 1) / fit;
   plan.clusters = (rows + rounds - 1) / rounds;
@@ -197,11 +199,10 @@ void launch_typed_smem(const TypedSmemPlan& plan, const T* a, const T* b, T* out
   if (recording()) {
     name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") +
                 ", clusters of " + std::to_string(plan.ctas) + " CTAs a row, " +
-                std::to_string(plan.chunk) + " packs of " + std::to_string(kVec) + " a CTA, " +
-                std::to_string(plan.buffers) + (plan.buffers == 2 ? " buffers" : " buffer"));
+                std::to_string(plan.chunk) + " packs of " + std::to_string(kVec) + " a CTA");
   }
   const int64_t blocks = plan.clusters * plan.ctas;
-  if (recorded(blocks, kTypedSmemThreads, plan.bytes)) return;
+  if (recorded(blocks, plan.threads, plan.bytes)) return;
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr;
   attr.id = cudaLaunchAttributeClusterDimension;
@@ -209,22 +210,27 @@ void launch_typed_smem(const TypedSmemPlan& plan, const T* a, const T* b, T* out
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
   cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-  cfg.blockDim = dim3(kTypedSmemThreads);
+  cfg.blockDim = dim3(static_cast<unsigned>(plan.threads));
   cfg.dynamicSmemBytes = plan.bytes;
   cfg.stream = stream;
   cfg.attrs = &attr;
   cfg.numAttrs = plan.ctas > 1 ? 1 : 0;  // a CTA a row needs no cluster (nor sm_90)
-  FS_CHECK(cudaLaunchKernelEx(&cfg, typed_smem_kernel<T, kVec, kBackward>, a, b, out, rows, cols,
-                              plan.chunk, plan.buffers));
+  if (plan.threads == 256) {
+    FS_CHECK(cudaLaunchKernelEx(&cfg, typed_smem_kernel<T, kVec, 256, kBackward>, a, b, out, rows,
+                                cols, plan.chunk));
+  } else {
+    FS_CHECK(cudaLaunchKernelEx(&cfg, typed_smem_kernel<T, kVec, 512, kBackward>, a, b, out, rows,
+                                cols, plan.chunk));
+  }
 }
 
-// Packs a thread holds in registers, at most: 6 of 8 values in the 16-bit forward (48 floats; 7 or
-// 8 took 84-94 registers, two blocks of 256 an SM, and fell to 0.83-0.90 of memcpy at 12.5K-16K
-// elements where 6 kept three blocks at 0.95), 4 of each stream in the 16-bit backward, 8 of 4 of
-// each in the float32 backward.
+// Values a thread holds in registers over its streams, at most: 64 floats (the float32 `block`
+// holds up to 16 float4), so 8 packs of 8 in the 16-bit forward, 4 of each stream in the 16-bit
+// backward, 8 of 4 of each in the float32 backward. (A cap of 6 in the 16-bit forward, three
+// blocks of 256 an SM, sent rows of 12.3K-16K elements to typed_smem, which was slower there.)
 template <typename T, bool kBackward>
 constexpr int typed_max_packs() {
-  return kBackward ? 64 / 2 / (16 / int(sizeof(T))) : (sizeof(T) == 2 ? 6 : 16);
+  return 64 / (kBackward ? 2 : 1) / (16 / int(sizeof(T)));
 }
 
 // 16-byte packs: a group of 1-32 lanes up to 32 packs (one a lane); a warp with 2 to kMax packs a
