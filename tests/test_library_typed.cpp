@@ -204,7 +204,8 @@ void check_backward(const Case& c) {
 
 // Packs of 8 in 16-bit (4 in float32): a group of 1-32 lanes up to 32 packs; a warp, then blocks
 // of 128 and 256 threads, with just enough packs a thread (at most 8 packs forward, 4 of each
-// stream backward in 16-bit, 8 of each in float32); then the row in shared memory, a CTA of 256
+// stream backward in 16-bit, 8 of each in float32, then 1024 threads with 4 of each in float32);
+// then the row in shared memory, a CTA of 256
 // or 512 threads a row on many rows, clusters of 2-16 (two CTAs an SM, or one) on long or few
 // rows; past what 16 CTAs hold, two passes. One element an access (the pointers' offsets differ): a warp with one,
 // two or four a lane, blocks of 128-1024 threads, two passes. Offsets (3, 3): rows start off
@@ -262,7 +263,8 @@ const Case kBackward32[] = {
     {"warp8_unaligned", 300, 1001, 3, 3, 3, "typed_warp", true},
     {"block128x6_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
     {"block256x6", 100, 6001, 0, 0, 0, "typed_block", true},
-    {"smem_few_rows_cluster3", 40, 16000, 0, 0, 0, "typed_smem", true},
+    {"block1024x4", 40, 16000, 0, 0, 0, "typed_block", true},
+    {"smem_few_rows_cluster3", 40, 20000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_smem", true},
     {"smem_alone_cluster16_unaligned", 2, 300001, 2, 2, 2, "typed_smem", true},
     {"two_pass_unaligned", 2, 500001, 2, 2, 2, "typed_two_pass", true},

@@ -5,16 +5,16 @@
 // bf16 or fp16 (a row twice as long as a float one fits), 4 or 8 in the backward (y and dy).
 //
 // A cluster of C CTAs (1-16) takes a row: CTA r holds packs [r * chunk, (r + 1) * chunk) of the
-// row's body, and CTA 0 also the head and tail elements, in registers. Pass 1 loads the CTA's
-// packs (kUnroll of each stream a thread in flight), copies them to shared memory unchanged and
-// takes their max (forward) or the dot product (backward): a short loop, so the loads go out
-// back to back. The block reduces; with C > 1 each CTA publishes its result in its own shared
-// memory, one cluster barrier, and every thread combines the C results through distributed
-// shared memory in rank order (so every CTA gets the same bits). The forward then sums the exps
-// against the max from shared memory and reduces again (two exps an element in all, against
-// one where the row stays in registers). Pass 2 reads the packs back from shared memory and
-// writes the output. Each thread reads back only the packs it stored, so the stage needs no
-// barrier. Persistent: a cluster takes rows cluster, cluster + clusters, ...
+// row's body, and CTA 0 also the head and tail elements, in registers. Every pack of the CTA's
+// part is requested at once, from global to shared memory by cp.async (no registers hold them on
+// the way), so the whole part is in flight as a row held in registers is. Then, from shared
+// memory: the max (forward) or the dot product (backward), reduced over the block and, with
+// C > 1, over the cluster (each CTA publishes its value, one cluster barrier, every thread
+// combines all C in rank order through distributed shared memory, so every CTA gets the same
+// bits); the forward then sums the exps against the max and reduces again (two exps an element in
+// all, against one where the row stays in registers); the output is written. Thread t copies and
+// reads back packs t, t + kThreads, ... only: the stage needs no barrier. Persistent: a cluster
+// takes rows cluster, cluster + clusters, ...
 #pragma once
 
 #include <cooperative_groups.h>
@@ -26,15 +26,31 @@ namespace fastsoftmax::detail {
 constexpr int kTypedMaxCluster = 16;  // 9-16: non-portable cluster sizes, allowed per kernel
 
 // CTAs of 256 threads, four an SM (parts of up to a quarter of its shared memory), or of 512, two
-// an SM (larger parts): 64 registers a thread either way.
+// an SM (larger parts).
 template <int kThreads>
 constexpr int typed_smem_min_blocks() {
   return kThreads == 256 ? 4 : 2;
 }
 
+// 16 bytes from global to shared memory without passing through registers (cp.async, sm_80 and
+// later): a thread may have as many in flight as its part of the row has packs. Completion is
+// tracked per thread, in groups: the copies issued before one commit form a group, and
+// wait_group N returns once at most N of the thread's groups are still in flight.
+__device__ __forceinline__ void copy_async(void* to, const void* from) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
+                   static_cast<uint32_t>(__cvta_generic_to_shared(to))),
+               "l"(from)
+               : "memory");
+}
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void copy_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
 // The largest of a pack of 8 16-bit values, taken in pairs in the dtype (three max instructions
-// on pairs instead of eight conversions and eight float max: the forward's first pass is this
-// and the loads). A NaN is skipped, as fmaxf skips it; it still reaches the sum through exp.
+// on pairs instead of eight conversions and eight float max). A NaN is skipped, as fmaxf skips
+// it; it still reaches the sum through exp.
 __device__ __forceinline__ float pack_max(const Pack<__nv_bfloat16, 8>& p) {
   const auto* h = reinterpret_cast<const __nv_bfloat162*>(p.v);
   const __nv_bfloat162 m = __hmax2(__hmax2(h[0], h[1]), __hmax2(h[2], h[3]));
@@ -53,6 +69,40 @@ __device__ __forceinline__ float pack_max(const Pack<float, kVec>& p) {
   return m;
 }
 
+// Where one CTA's part of a row lies, and its head and tail elements (CTA 0 holds those, at most
+// kVec - 1 < kThreads of each: thread t the t-th), loaded into registers.
+template <typename T, int kVec>
+struct TypedPart {
+  int64_t offset = 0, tail_at = 0;
+  int head = 0, begin = 0, count = 0;  // body packs before the row's first, this CTA's first, its count
+  bool has_head = false, has_tail = false;
+  float head_a = 0.f, head_b = 0.f, tail_a = 0.f, tail_b = 0.f;
+};
+
+template <typename T, int kVec, bool kBackward>
+__device__ __forceinline__ TypedPart<T, kVec> typed_part(const T* a, const T* b, int64_t row,
+                                                         int cols, int rank, int chunk) {
+  TypedPart<T, kVec> q;
+  q.offset = row * cols;
+  const TypedSplit<T, kVec> s(a + q.offset, cols, true);
+  q.head = s.head;
+  q.begin = min(s.body, rank * chunk);
+  q.count = min(s.body, q.begin + chunk) - q.begin;
+  q.tail_at = q.offset + s.head + int64_t(s.body) * kVec;
+  const int t = threadIdx.x;
+  q.has_head = rank == 0 && t < s.head;
+  q.has_tail = rank == 0 && t < s.tail;
+  if (q.has_head) {
+    q.head_a = Elem<T>::in(a[q.offset + t]);
+    if constexpr (kBackward) q.head_b = Elem<T>::in(b[q.offset + t]);
+  }
+  if (q.has_tail) {
+    q.tail_a = Elem<T>::in(a[q.tail_at + t]);
+    if constexpr (kBackward) q.tail_b = Elem<T>::in(b[q.tail_at + t]);
+  }
+  return q;
+}
+
 template <typename T, int kVec, int kThreads, bool kBackward>
 __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
     typed_smem_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
@@ -60,16 +110,11 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
   namespace cg = cooperative_groups;
   using P = Pack<T, kVec>;
   constexpr int kWarps = kThreads / kWarpSize;
-  // Packs of each stream a thread has in flight: 8 of one stream (the forward's first pass only
-  // takes a max), 2 of each of two (more spilled).
-  constexpr int kUnroll = kBackward ? 2 : 8;
   extern __shared__ uint4 stage_words[];
-  P* stage_a = reinterpret_cast<P*>(stage_words);
-  P* stage_b = stage_a + chunk;  // backward: dy after y
+  P* const buf = reinterpret_cast<P*>(stage_words);  // [streams][chunk]
   __shared__ float slots[2][2][kWarps];  // block reductions: [max or dot, sum][row parity]
   __shared__ float published[2][2];      // this CTA's max and sum (or dot) for its peers
   (void)published;
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const cg::cluster_group cluster = cg::this_cluster();
   const int ctas = static_cast<int>(cluster.num_blocks());
@@ -77,8 +122,8 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
 #else
   const int ctas = 1, rank = 0;  // no clusters before sm_90: the plan never asks for them
 #endif
-  // The block's max (kMax) or sum, then with C > 1 the cluster's: each CTA publishes its own,
-  // one cluster barrier, and every thread combines all C in rank order.
+  // The block's max or sum, then with C > 1 the cluster's: each CTA publishes its own, one
+  // cluster barrier, and every thread combines all C in rank order (every CTA gets the same bits).
   auto row_reduce = [&](float v, int which, int parity, bool is_max) {
     v = is_max ? block_all_reduce<kThreads, true>(v, slots[which][parity])
                : block_all_reduce<kThreads, false>(v, slots[which][parity]);
@@ -95,75 +140,57 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
 #endif
     return v;
   };
-
+  // Thread t copies (and later reads) packs t, t + kThreads, ... of the part: its own, so no
+  // barrier guards the stage.
   const int t = threadIdx.x;
-  int parity = 0;
-  for (int64_t row = blockIdx.x / ctas; row < rows; row += gridDim.x / ctas, parity ^= 1) {
-    const int64_t offset = row * cols;
-    const TypedSplit<T, kVec> s(a + offset, cols, true);
-    const int begin = min(s.body, rank * chunk), end = min(s.body, begin + chunk);
-    const P* a_body = reinterpret_cast<const P*>(a + offset + s.head);
-    const P* b_body = reinterpret_cast<const P*>(b + offset + s.head);
-    P* o_body = reinterpret_cast<P*>(out + offset + s.head);
-    const int64_t tail_at = offset + s.head + int64_t(s.body) * kVec;
-    // CTA 0 owns the head and tail: at most kVec - 1 < kThreads elements of each.
-    const bool has_head = rank == 0 && t < s.head, has_tail = rank == 0 && t < s.tail;
-    float head_a = 0.f, head_b = 0.f, tail_a = 0.f, tail_b = 0.f;
+  auto fetch = [&](const TypedPart<T, kVec>& q, P* buf) {
+    const P* a_body = reinterpret_cast<const P*>(a + q.offset + q.head) + q.begin;
+    const P* b_body = reinterpret_cast<const P*>(b + q.offset + q.head) + q.begin;
+    for (int j = t; j < q.count; j += kThreads) {
+      copy_async(&buf[j], &a_body[j]);
+      if constexpr (kBackward) copy_async(&buf[chunk + j], &b_body[j]);
+    }
+    copy_commit();
+  };
 
-    // Pass 1: load, keep, and take the max (forward) or the dot product (backward).
+  const int64_t step = gridDim.x / ctas;
+  int parity = 0;
+  for (int64_t row = blockIdx.x / ctas; row < rows; row += step, parity ^= 1) {
+    const TypedPart<T, kVec> q = typed_part<T, kVec, kBackward>(a, b, row, cols, rank, chunk);
+    fetch(q, buf);
+    copy_wait<0>();
+
+    // Pass 1: the max (forward) or the dot product (backward).
     float acc = kBackward ? 0.f : -INFINITY;
-    for (int i0 = begin + t; i0 < end; i0 += kThreads * kUnroll) {
-      P pa[kUnroll], pb[kUnroll];
+#pragma unroll (kBackward ? 2 : 4)
+    for (int j = t; j < q.count; j += kThreads) {
+      const P pa = buf[j];
+      if constexpr (kBackward) {
+        const P pb = buf[chunk + j];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int i = i0 + u * kThreads;
-        if (i < end) {
-          pa[u] = a_body[i];
-          if constexpr (kBackward) pb[u] = b_body[i];
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int i = i0 + u * kThreads;
-        if (i >= end) break;
-        stage_a[i - begin] = pa[u];
-        if constexpr (kBackward) {
-          stage_b[i - begin] = pb[u];
-#pragma unroll
-          for (int e = 0; e < kVec; ++e)
-            acc = fmaf(Elem<T>::in(pa[u].v[e]), Elem<T>::in(pb[u].v[e]), acc);
-        } else {
-          acc = fmaxf(acc, pack_max(pa[u]));
-        }
+        for (int e = 0; e < kVec; ++e) acc = fmaf(Elem<T>::in(pa.v[e]), Elem<T>::in(pb.v[e]), acc);
+      } else {
+        acc = fmaxf(acc, pack_max(pa));
       }
     }
-    if (has_head) {
-      head_a = Elem<T>::in(a[offset + t]);
-      if constexpr (kBackward) head_b = Elem<T>::in(b[offset + t]);
-    }
-    if (has_tail) {
-      tail_a = Elem<T>::in(a[tail_at + t]);
-      if constexpr (kBackward) tail_b = Elem<T>::in(b[tail_at + t]);
-    }
-    float by;  // forward: 1 / sum; backward: the dot product
-    float m = 0.f;
+    float by, m = 0.f;  // by: 1 / sum (forward) or the dot product (backward)
     if constexpr (kBackward) {
-      acc = fmaf(head_a, head_b, fmaf(tail_a, tail_b, acc));  // zeros where not owned
+      acc = fmaf(q.head_a, q.head_b, fmaf(q.tail_a, q.tail_b, acc));  // zeros where not owned
       by = row_reduce(acc, 0, parity, false);
     } else {
-      if (has_head) acc = fmaxf(acc, head_a);
-      if (has_tail) acc = fmaxf(acc, tail_a);
+      if (q.has_head) acc = fmaxf(acc, q.head_a);
+      if (q.has_tail) acc = fmaxf(acc, q.tail_a);
       m = row_reduce(acc, 0, parity, true);
-      // Pass 1b: the sum of exps against the row's max, from shared memory.
+      // Pass 1b: the sum of exps against the row's max.
       float sum = 0.f;
-#pragma unroll 4
-      for (int i = begin + t; i < end; i += kThreads) {
-        const P pa = stage_a[i - begin];
+#pragma unroll (kBackward ? 2 : 4)
+      for (int j = t; j < q.count; j += kThreads) {
+        const P pa = buf[j];
 #pragma unroll
         for (int e = 0; e < kVec; ++e) sum += exp_(Elem<T>::in(pa.v[e]) - m);
       }
-      if (has_head) sum += exp_(head_a - m);
-      if (has_tail) sum += exp_(tail_a - m);
+      if (q.has_head) sum += exp_(q.head_a - m);
+      if (q.has_tail) sum += exp_(q.tail_a - m);
       by = reciprocal(row_reduce(sum, 1, parity, false));
     }
     auto result = [&](float va, float vb) {
@@ -175,21 +202,22 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
     };
 
     // Pass 2.
-#pragma unroll 4
-    for (int i = begin + t; i < end; i += kThreads) {
-      const P pa = stage_a[i - begin];
+    P* o_body = reinterpret_cast<P*>(out + q.offset + q.head) + q.begin;
+#pragma unroll (kBackward ? 2 : 4)
+    for (int j = t; j < q.count; j += kThreads) {
+      const P pa = buf[j];
       P pb;
-      if constexpr (kBackward) pb = stage_b[i - begin];
+      if constexpr (kBackward) pb = buf[chunk + j];
       P po;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         po.v[e] = Elem<T>::out(
             result(Elem<T>::in(pa.v[e]), kBackward ? Elem<T>::in(pb.v[e]) : 0.f));
       }
-      o_body[i] = po;
+      o_body[j] = po;
     }
-    if (has_head) out[offset + t] = Elem<T>::out(result(head_a, head_b));
-    if (has_tail) out[tail_at + t] = Elem<T>::out(result(tail_a, tail_b));
+    if (q.has_head) out[q.offset + t] = Elem<T>::out(result(q.head_a, q.head_b));
+    if (q.has_tail) out[q.tail_at + t] = Elem<T>::out(result(q.tail_a, q.tail_b));
   }
   // A peer may still be reading this CTA's last published values.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
