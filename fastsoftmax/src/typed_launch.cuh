@@ -146,7 +146,8 @@ int64_t typed_clusters_that_fit(Kernel kernel, int threads, int ctas, size_t byt
 }
 
 struct TypedSmemPlan {
-  int threads = 0;  // a CTA's
+  bool async = false;  // cp.async for the whole part (clusters), else through registers
+  int threads = 0;     // a CTA's
   int ctas = 0;     // a cluster's CTAs, one row a cluster; 0: the row does not fit
   int chunk = 0;    // body packs of each stream a CTA holds
   size_t bytes = 0;
@@ -163,8 +164,8 @@ TypedSmemPlan plan_typed_smem(int rows, int cols) {
   constexpr int64_t kPackBytes = 16 * (kBackward ? 2 : 1);
   const int64_t packs = std::max<int64_t>(1, cols / kVec);  // the most body packs a row has
   const int64_t bytes = packs * kPackBytes;
-  const auto narrow = typed_smem_kernel<T, kVec, 256, kBackward>;
-  const auto wide = typed_smem_kernel<T, kVec, 512, kBackward>;
+  const auto narrow = typed_smem_kernel<T, kVec, 256, kBackward, false>;
+  const auto wide = typed_smem_kernel<T, kVec, 512, kBackward, false>;
   const TypedSmemBudget four = typed_smem_budget(narrow, 4), two = typed_smem_budget(wide, 2);
   const auto parts = [&](int64_t budget) { return (bytes + budget - 1) / budget; };
   TypedSmemPlan plan;
@@ -184,9 +185,15 @@ TypedSmemPlan plan_typed_smem(int rows, int cols) {
   plan.ctas = static_cast<int>(ctas);
   plan.chunk = static_cast<int>((packs + ctas - 1) / ctas);
   plan.bytes = static_cast<size_t>(plan.chunk * kPackBytes);
-  const int64_t fit = plan.threads == 256
-                          ? typed_clusters_that_fit(narrow, 256, plan.ctas, plan.bytes)
-                          : typed_clusters_that_fit(wide, 512, plan.ctas, plan.bytes);
+  // A CTA alone on its row loads through registers; the CTAs of a cluster by cp.async. The
+  // variants' static shared memory is the same, so the budgets above hold for both.
+  plan.async = ctas > 1;
+  const auto narrow_async = typed_smem_kernel<T, kVec, 256, kBackward, true>;
+  const auto wide_async = typed_smem_kernel<T, kVec, 512, kBackward, true>;
+  const auto kernel = plan.threads == 256 ? (plan.async ? narrow_async : narrow)
+                                          : (plan.async ? wide_async : wide);
+  typed_smem_budget(kernel, plan.threads == 256 ? 4 : 2);  // sets its attributes
+  const int64_t fit = typed_clusters_that_fit(kernel, plan.threads, plan.ctas, plan.bytes);
   if (fit == 0) return {};
   const int64_t rounds = (rows + fit - 1) / fit;
   plan.clusters = (rows + rounds - 1) / rounds;
@@ -199,7 +206,8 @@ void launch_typed_smem(const TypedSmemPlan& plan, const T* a, const T* b, T* out
   if (recording()) {
     name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") +
                 ", clusters of " + std::to_string(plan.ctas) + " CTAs a row, " +
-                std::to_string(plan.chunk) + " packs of " + std::to_string(kVec) + " a CTA");
+                std::to_string(plan.chunk) + " packs of " + std::to_string(kVec) + " a CTA" +
+                (plan.async ? ", cp.async" : ""));
   }
   const int64_t blocks = plan.clusters * plan.ctas;
   if (recorded(blocks, plan.threads, plan.bytes)) return;
@@ -215,13 +223,13 @@ void launch_typed_smem(const TypedSmemPlan& plan, const T* a, const T* b, T* out
   cfg.stream = stream;
   cfg.attrs = &attr;
   cfg.numAttrs = plan.ctas > 1 ? 1 : 0;  // a CTA a row needs no cluster (nor sm_90)
-  if (plan.threads == 256) {
-    FS_CHECK(cudaLaunchKernelEx(&cfg, typed_smem_kernel<T, kVec, 256, kBackward>, a, b, out, rows,
-                                cols, plan.chunk));
-  } else {
-    FS_CHECK(cudaLaunchKernelEx(&cfg, typed_smem_kernel<T, kVec, 512, kBackward>, a, b, out, rows,
-                                cols, plan.chunk));
-  }
+  const auto kernel =
+      plan.threads == 256
+          ? (plan.async ? typed_smem_kernel<T, kVec, 256, kBackward, true>
+                        : typed_smem_kernel<T, kVec, 256, kBackward, false>)
+          : (plan.async ? typed_smem_kernel<T, kVec, 512, kBackward, true>
+                        : typed_smem_kernel<T, kVec, 512, kBackward, false>);
+  FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, plan.chunk));
 }
 
 // Values a thread holds in registers over its streams, at most: 64 floats (the float32 `block`

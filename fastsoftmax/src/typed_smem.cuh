@@ -5,10 +5,11 @@
 // bf16 or fp16 (a row twice as long as a float one fits), 4 or 8 in the backward (y and dy).
 //
 // A cluster of C CTAs (1-16) takes a row: CTA r holds packs [r * chunk, (r + 1) * chunk) of the
-// row's body, and CTA 0 also the head and tail elements, in registers. Every pack of the CTA's
-// part is requested at once, from global to shared memory by cp.async (no registers hold them on
-// the way), so the whole part is in flight as a row held in registers is. Then, from shared
-// memory: the max (forward) or the dot product (backward), reduced over the block and, with
+// row's body, and CTA 0 also the head and tail elements, in registers. A CTA alone on its row
+// loads its part through registers, a few packs a thread at a time, copying them to shared
+// memory; a CTA of a cluster requests every pack of its part at once, from global to shared
+// memory by cp.async (no registers hold them on the way), so the whole part is in flight.
+// (Measured on the H200, each was the faster where it is used; docs/notes/tuning.md.) Then: the max (forward) or the dot product (backward), reduced over the block and, with
 // C > 1, over the cluster (each CTA publishes its value, one cluster barrier, every thread
 // combines all C in rank order through distributed shared memory, so every CTA gets the same
 // bits); the forward then sums the exps against the max and reduces again (two exps an element in
@@ -103,7 +104,11 @@ __device__ __forceinline__ TypedPart<T, kVec> typed_part(const T* a, const T* b,
   return q;
 }
 
-template <typename T, int kVec, int kThreads, bool kBackward>
+// kAsync: the part is requested at once by cp.async, then read from shared memory for the max or
+// dot product. Otherwise kUnroll packs of each stream a thread go through registers at a time,
+// copied to shared memory and folded into the max or dot product on the way (8 of one stream,
+// 2 of each of two: more spilled).
+template <typename T, int kVec, int kThreads, bool kBackward, bool kAsync>
 __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
     typed_smem_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                       int rows, int cols, int chunk) {
@@ -157,20 +162,43 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
   int parity = 0;
   for (int64_t row = blockIdx.x / ctas; row < rows; row += step, parity ^= 1) {
     const TypedPart<T, kVec> q = typed_part<T, kVec, kBackward>(a, b, row, cols, rank, chunk);
-    fetch(q, buf);
-    copy_wait<0>();
-
-    // Pass 1: the max (forward) or the dot product (backward).
+    // Pass 1: load and keep the part, and take its max (forward) or dot product (backward).
     float acc = kBackward ? 0.f : -INFINITY;
-#pragma unroll (kBackward ? 2 : 4)
-    for (int j = t; j < q.count; j += kThreads) {
-      const P pa = buf[j];
+    auto take = [&](const P& pa, const P& pb) {
       if constexpr (kBackward) {
-        const P pb = buf[chunk + j];
 #pragma unroll
         for (int e = 0; e < kVec; ++e) acc = fmaf(Elem<T>::in(pa.v[e]), Elem<T>::in(pb.v[e]), acc);
       } else {
         acc = fmaxf(acc, pack_max(pa));
+      }
+    };
+    if constexpr (kAsync) {
+      fetch(q, buf);
+      copy_wait<0>();
+#pragma unroll (kBackward ? 2 : 4)
+      for (int j = t; j < q.count; j += kThreads) take(buf[j], buf[kBackward ? chunk + j : j]);
+    } else {
+      constexpr int kUnroll = kBackward ? 2 : 8;
+      const P* a_body = reinterpret_cast<const P*>(a + q.offset + q.head) + q.begin;
+      const P* b_body = reinterpret_cast<const P*>(b + q.offset + q.head) + q.begin;
+      for (int j0 = t; j0 < q.count; j0 += kThreads * kUnroll) {
+        P pa[kUnroll], pb[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int j = j0 + u * kThreads;
+          if (j < q.count) {
+            pa[u] = a_body[j];
+            if constexpr (kBackward) pb[u] = b_body[j];
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int j = j0 + u * kThreads;
+          if (j >= q.count) break;
+          buf[j] = pa[u];
+          if constexpr (kBackward) buf[chunk + j] = pb[u];
+          take(pa[u], kBackward ? pb[u] : pa[u]);
+        }
       }
     }
     float by, m = 0.f;  // by: 1 / sum (forward) or the dot product (backward)
