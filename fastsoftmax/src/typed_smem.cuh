@@ -71,7 +71,7 @@ __device__ __forceinline__ float pack_max(const Pack<float, kVec>& p) {
 }
 
 // Where one CTA's part of a row lies, and its head and tail elements (CTA 0 holds those, at most
-// kVec - 1 < kThreads of each: thread t the t-th), loaded into registers.
+// kVec - 1 < kThreads of each: thread t the t-th; load_edges loads them into registers).
 template <typename T, int kVec>
 struct TypedPart {
   int64_t offset = 0, tail_at = 0;
@@ -93,6 +93,12 @@ __device__ __forceinline__ TypedPart<T, kVec> typed_part(const T* a, const T* b,
   const int t = threadIdx.x;
   q.has_head = rank == 0 && t < s.head;
   q.has_tail = rank == 0 && t < s.tail;
+  return q;
+}
+
+template <typename T, int kVec, bool kBackward>
+__device__ __forceinline__ void load_edges(const T* a, const T* b, TypedPart<T, kVec>& q) {
+  const int t = threadIdx.x;
   if (q.has_head) {
     q.head_a = Elem<T>::in(a[q.offset + t]);
     if constexpr (kBackward) q.head_b = Elem<T>::in(b[q.offset + t]);
@@ -101,7 +107,6 @@ __device__ __forceinline__ TypedPart<T, kVec> typed_part(const T* a, const T* b,
     q.tail_a = Elem<T>::in(a[q.tail_at + t]);
     if constexpr (kBackward) q.tail_b = Elem<T>::in(b[q.tail_at + t]);
   }
-  return q;
 }
 
 // kAsync: the part is requested at once by cp.async, then read from shared memory for the max or
@@ -161,7 +166,7 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
   const int64_t step = gridDim.x / ctas;
   int parity = 0;
   for (int64_t row = blockIdx.x / ctas; row < rows; row += step, parity ^= 1) {
-    const TypedPart<T, kVec> q = typed_part<T, kVec, kBackward>(a, b, row, cols, rank, chunk);
+    TypedPart<T, kVec> q = typed_part<T, kVec, kBackward>(a, b, row, cols, rank, chunk);
     // Pass 1: load and keep the part, and take its max (forward) or dot product (backward).
     float acc = kBackward ? 0.f : -INFINITY;
     auto take = [&](const P& pa, const P& pb) {
@@ -174,9 +179,16 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
     };
     if constexpr (kAsync) {
       fetch(q, buf);
+      load_edges<T, kVec, kBackward>(a, b, q);  // in flight with the copies
       copy_wait<0>();
+      // Whole packs into registers first: read through references, the 16-bit elements were
+      // loaded one at a time (LDS.U16 in the SASS).
 #pragma unroll (kBackward ? 2 : 4)
-      for (int j = t; j < q.count; j += kThreads) take(buf[j], buf[kBackward ? chunk + j : j]);
+      for (int j = t; j < q.count; j += kThreads) {
+        const P pa = buf[j];
+        const P pb = buf[kBackward ? chunk + j : j];
+        take(pa, pb);
+      }
     } else {
       constexpr int kUnroll = kBackward ? 2 : 8;
       const P* a_body = reinterpret_cast<const P*>(a + q.offset + q.head) + q.begin;
@@ -200,6 +212,7 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
           take(pa[u], kBackward ? pb[u] : pa[u]);
         }
       }
+      load_edges<T, kVec, kBackward>(a, b, q);  // after the loop: live across it, they spilled
     }
     float by, m = 0.f;  // by: 1 / sum (forward) or the dot product (backward)
     if constexpr (kBackward) {
