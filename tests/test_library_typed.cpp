@@ -207,9 +207,9 @@ void check_backward(const Case& c) {
 // stream backward in 16-bit, 8 of each in float32, then 1024 threads with 4 of each in float32);
 // then the row in shared memory, a CTA of 256
 // or 512 threads a row on many rows, clusters of 2-16 (two CTAs an SM, or one) on long or few
-// rows; past what 16 CTAs hold, two passes. One element an access (the pointers' offsets differ): a warp with one,
-// two or four a lane, blocks of 128-1024 threads, two passes. Offsets (3, 3): rows start off
-// 16-byte boundaries (heads and tails); (1, 2): one element an access.
+// rows; past what 16 CTAs hold, two passes. One element an access (the pointers' offsets differ): a
+// warp with one, two or four a lane, blocks of 128-1024 threads, two passes. Offsets (3, 3): rows
+// start off 16-byte boundaries (heads and tails); (1, 2): one element an access.
 const Case kForward16[] = {
     {"group1", 4097, 5, 0, 0, 0, "typed_group", true},
     {"group2_unaligned", 3001, 13, 3, 3, 3, "typed_group", true},

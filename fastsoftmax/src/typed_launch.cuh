@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// fastsoftmax, host side of typed_rows.cuh: which mapping a 16-bit forward or any backward takes
-// (docs/library.md, "Other dtypes and the backward pass"), and its launch. Included once per dtype
-// (typed_f32.cu, typed_f16.cu, typed_bf16.cu) so the dtypes compile in parallel.
+// fastsoftmax, host side of typed_rows.cuh and typed_smem.cuh: which mapping a 16-bit forward or
+// any backward takes (docs/library.md, "Other dtypes and the backward pass"), and its launch.
+// Included once per dtype (typed_f32.cu, typed_f16.cu, typed_bf16.cu) so the dtypes compile in
+// parallel.
 #pragma once
 
 #include <algorithm>
@@ -111,6 +112,23 @@ TypedSmemBudget typed_smem_budget(Kernel kernel, int share) {
   return cache.emplace(key, budget).first->second;
 }
 
+// A launch of `blocks` CTAs of `threads` in clusters of `ctas`; `attr` must outlive it.
+inline cudaLaunchConfig_t typed_cluster_config(int64_t blocks, int ctas, int threads, size_t bytes,
+                                               cudaStream_t stream, cudaLaunchAttribute* attr) {
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = static_cast<unsigned>(ctas);
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
+  cfg.dynamicSmemBytes = bytes;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 // How many clusters of `ctas` CTAs of `threads` with `bytes` of dynamic shared memory each fit on
 // the GPU at once (0: none, or a cluster size the GPU cannot form). Cached.
 template <typename Kernel>
@@ -123,17 +141,8 @@ int64_t typed_clusters_that_fit(Kernel kernel, int threads, int ctas, size_t byt
   std::lock_guard<std::mutex> lock(mutex);
   const auto found = cache.find(key);
   if (found != cache.end()) return found->second;
-  cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(ctas);
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.gridDim = dim3(static_cast<unsigned>(ctas));
-  cfg.blockDim = dim3(static_cast<unsigned>(threads));
-  cfg.dynamicSmemBytes = bytes;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  const cudaLaunchConfig_t cfg = typed_cluster_config(ctas, ctas, threads, bytes, 0, &attr);
   int clusters = 0;
   if (ctas == 1) {  // no cluster launch: the blocks an SM
     FS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&clusters, kernel, threads, bytes));
@@ -148,8 +157,8 @@ int64_t typed_clusters_that_fit(Kernel kernel, int threads, int ctas, size_t byt
 struct TypedSmemPlan {
   bool async = false;  // cp.async for the whole part (clusters), else through registers
   int threads = 0;     // a CTA's
-  int ctas = 0;     // a cluster's CTAs, one row a cluster; 0: the row does not fit
-  int chunk = 0;    // body packs of each stream a CTA holds
+  int ctas = 0;        // a cluster's CTAs, one row a cluster; 0: the row does not fit
+  int chunk = 0;       // body packs of each stream a CTA holds
   size_t bytes = 0;
   int64_t clusters = 0;
 };
@@ -190,8 +199,8 @@ TypedSmemPlan plan_typed_smem(int rows, int cols) {
   plan.async = ctas > 1;
   const auto narrow_async = typed_smem_kernel<T, kVec, 256, kBackward, true>;
   const auto wide_async = typed_smem_kernel<T, kVec, 512, kBackward, true>;
-  const auto kernel = plan.threads == 256 ? (plan.async ? narrow_async : narrow)
-                                          : (plan.async ? wide_async : wide);
+  const auto kernel =
+      plan.threads == 256 ? (plan.async ? narrow_async : narrow) : (plan.async ? wide_async : wide);
   typed_smem_budget(kernel, plan.threads == 256 ? 4 : 2);  // sets its attributes
   const int64_t fit = typed_clusters_that_fit(kernel, plan.threads, plan.ctas, plan.bytes);
   if (fit == 0) return {};
@@ -211,24 +220,15 @@ void launch_typed_smem(const TypedSmemPlan& plan, const T* a, const T* b, T* out
   }
   const int64_t blocks = plan.clusters * plan.ctas;
   if (recorded(blocks, plan.threads, plan.bytes)) return;
-  cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = static_cast<unsigned>(plan.ctas);
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-  cfg.blockDim = dim3(static_cast<unsigned>(plan.threads));
-  cfg.dynamicSmemBytes = plan.bytes;
-  cfg.stream = stream;
-  cfg.attrs = &attr;
+  cudaLaunchConfig_t cfg =
+      typed_cluster_config(blocks, plan.ctas, plan.threads, plan.bytes, stream, &attr);
   cfg.numAttrs = plan.ctas > 1 ? 1 : 0;  // a CTA a row needs no cluster (nor sm_90)
-  const auto kernel =
-      plan.threads == 256
-          ? (plan.async ? typed_smem_kernel<T, kVec, 256, kBackward, true>
-                        : typed_smem_kernel<T, kVec, 256, kBackward, false>)
-          : (plan.async ? typed_smem_kernel<T, kVec, 512, kBackward, true>
-                        : typed_smem_kernel<T, kVec, 512, kBackward, false>);
+  const auto kernel = plan.threads == 256
+                          ? (plan.async ? typed_smem_kernel<T, kVec, 256, kBackward, true>
+                                        : typed_smem_kernel<T, kVec, 256, kBackward, false>)
+                          : (plan.async ? typed_smem_kernel<T, kVec, 512, kBackward, true>
+                                        : typed_smem_kernel<T, kVec, 512, kBackward, false>);
   FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, plan.chunk));
 }
 
@@ -254,10 +254,14 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
     note("typed_group",
          "rows of at most 32 packs: a group of lanes a row, one pack a lane, the row in "
          "registers");
-    if (packs <= 1) return launch_typed_rows<T, kVec, 1, 1, kBackward>(a, b, out, rows, cols, stream);
-    if (packs <= 2) return launch_typed_rows<T, kVec, 2, 1, kBackward>(a, b, out, rows, cols, stream);
-    if (packs <= 4) return launch_typed_rows<T, kVec, 4, 1, kBackward>(a, b, out, rows, cols, stream);
-    if (packs <= 8) return launch_typed_rows<T, kVec, 8, 1, kBackward>(a, b, out, rows, cols, stream);
+    if (packs <= 1)
+      return launch_typed_rows<T, kVec, 1, 1, kBackward>(a, b, out, rows, cols, stream);
+    if (packs <= 2)
+      return launch_typed_rows<T, kVec, 2, 1, kBackward>(a, b, out, rows, cols, stream);
+    if (packs <= 4)
+      return launch_typed_rows<T, kVec, 4, 1, kBackward>(a, b, out, rows, cols, stream);
+    if (packs <= 8)
+      return launch_typed_rows<T, kVec, 8, 1, kBackward>(a, b, out, rows, cols, stream);
     if (packs <= 16)
       return launch_typed_rows<T, kVec, 16, 1, kBackward>(a, b, out, rows, cols, stream);
     return launch_typed_rows<T, kVec, 32, 1, kBackward>(a, b, out, rows, cols, stream);
@@ -273,12 +277,11 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
     if (packs <= 128 * kMax) {
       return with_packs<kMax / 4 + 1, kMax>(per(128), [&](auto p) {
         launch_typed_rows<T, kVec, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols,
-                                                                      stream);
+                                                                       stream);
       });
     }
     return with_packs<kMax / 2 + 1, kMax>(per(256), [&](auto p) {
-      launch_typed_rows<T, kVec, 256, decltype(p)::value, kBackward>(a, b, out, rows, cols,
-                                                                    stream);
+      launch_typed_rows<T, kVec, 256, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
     });
   }
   if constexpr (kBackward && sizeof(T) == 4) {
@@ -315,7 +318,8 @@ void launch_typed_scalar(const T* a, const T* b, T* out, int rows, int cols, cud
   }
   if (packs <= 128) {
     note("typed_warp", "rows of 33-128 elements: a warp a row, two or four a lane");
-    if (packs <= 64) return launch_typed_rows<T, 1, 32, 2, kBackward>(a, b, out, rows, cols, stream);
+    if (packs <= 64)
+      return launch_typed_rows<T, 1, 32, 2, kBackward>(a, b, out, rows, cols, stream);
     return launch_typed_rows<T, 1, 32, 4, kBackward>(a, b, out, rows, cols, stream);
   }
   if (packs <= 128 * kBlockPacks) {

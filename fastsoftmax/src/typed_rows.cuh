@@ -9,11 +9,12 @@
 // pointers do not share their offset from a 16-byte boundary (then every access is one element
 // and there is no head or tail).
 //
-// Three mappings, picked by the row's length (typed_launch.cuh):
-//   - in registers: kThreads threads a row, a group of 1-32 lanes or a whole block, each holding
-//     kPacks packs and its head and tail elements; the row is read once and written once;
-//   - two passes: a block a row for rows longer than a block holds; the first pass reduces, the
-//     second reads the row again to write it (three accesses an element instead of two).
+// The mappings, picked by the row's length (typed_launch.cuh):
+//   - in registers (here): kThreads threads a row, a group of 1-32 lanes or a whole block, each
+//     holding kPacks packs and its head and tail elements; the row is read once and written once;
+//   - in shared memory (typed_smem.cuh): a CTA or a cluster of CTAs a row;
+//   - two passes (here): a block a row for rows longer than 16 CTAs hold; the first pass reduces,
+//     the second reads the row again to write it (three accesses an element instead of two).
 // Forward: y = exp(x - max) / sum exp(x - max). Backward: dx = y * (dy - sum(dy * y)).
 #pragma once
 

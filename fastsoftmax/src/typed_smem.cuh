@@ -8,14 +8,15 @@
 // row's body, and CTA 0 also the head and tail elements, in registers. A CTA alone on its row
 // loads its part through registers, a few packs a thread at a time, copying them to shared
 // memory; a CTA of a cluster requests every pack of its part at once, from global to shared
-// memory by cp.async (no registers hold them on the way), so the whole part is in flight.
-// (Measured on the H200, each was the faster where it is used; docs/notes/tuning.md.) Then: the max (forward) or the dot product (backward), reduced over the block and, with
-// C > 1, over the cluster (each CTA publishes its value, one cluster barrier, every thread
-// combines all C in rank order through distributed shared memory, so every CTA gets the same
-// bits); the forward then sums the exps against the max and reduces again (two exps an element in
-// all, against one where the row stays in registers); the output is written. Thread t copies and
-// reads back packs t, t + kThreads, ... only: the stage needs no barrier. Persistent: a cluster
-// takes rows cluster, cluster + clusters, ...
+// memory by cp.async (no registers hold them on the way), so the whole part is in flight. (On the
+// H200 each was the faster where it is used; docs/notes/tuning.md.) Then the max (forward) or
+// the dot product (backward), reduced over the block and, with C > 1, over the cluster (each CTA
+// publishes its value, one cluster barrier, every thread combines all C in rank order through
+// distributed shared memory, so every CTA gets the same bits); the forward then sums the exps
+// against the max and reduces again (two exps an element in all, against one where the row stays
+// in registers); the output is written. Thread t copies and reads back packs t, t + kThreads, ...
+// only: the stage needs no barrier. Persistent: a cluster takes rows cluster, cluster + clusters,
+// ...
 #pragma once
 
 #include <cooperative_groups.h>
@@ -43,7 +44,9 @@ __device__ __forceinline__ void copy_async(void* to, const void* from) {
                "l"(from)
                : "memory");
 }
-__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void copy_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
 template <int kPending>
 __device__ __forceinline__ void copy_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
@@ -75,7 +78,8 @@ __device__ __forceinline__ float pack_max(const Pack<float, kVec>& p) {
 template <typename T, int kVec>
 struct TypedPart {
   int64_t offset = 0, tail_at = 0;
-  int head = 0, begin = 0, count = 0;  // body packs before the row's first, this CTA's first, its count
+  // Elements before the row's first pack; this CTA's first pack of the body, and its count.
+  int head = 0, begin = 0, count = 0;
   bool has_head = false, has_tail = false;
   float head_a = 0.f, head_b = 0.f, tail_a = 0.f, tail_b = 0.f;
 };
@@ -183,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
       copy_wait<0>();
       // Whole packs into registers first: read through references, the 16-bit elements were
       // loaded one at a time (LDS.U16 in the SASS).
-#pragma unroll (kBackward ? 2 : 4)
+#pragma unroll(kBackward ? 2 : 4)
       for (int j = t; j < q.count; j += kThreads) {
         const P pa = buf[j];
         const P pb = buf[kBackward ? chunk + j : j];
@@ -224,7 +228,7 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
       m = row_reduce(acc, 0, parity, true);
       // Pass 1b: the sum of exps against the row's max.
       float sum = 0.f;
-#pragma unroll (kBackward ? 2 : 4)
+#pragma unroll(kBackward ? 2 : 4)
       for (int j = t; j < q.count; j += kThreads) {
         const P pa = buf[j];
 #pragma unroll
@@ -244,7 +248,7 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
 
     // Pass 2.
     P* o_body = reinterpret_cast<P*>(out + q.offset + q.head) + q.begin;
-#pragma unroll (kBackward ? 2 : 4)
+#pragma unroll(kBackward ? 2 : 4)
     for (int j = t; j < q.count; j += kThreads) {
       const P pa = buf[j];
       P pb;
@@ -252,8 +256,8 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
       P po;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        po.v[e] = Elem<T>::out(
-            result(Elem<T>::in(pa.v[e]), kBackward ? Elem<T>::in(pb.v[e]) : 0.f));
+        po.v[e] =
+            Elem<T>::out(result(Elem<T>::in(pa.v[e]), kBackward ? Elem<T>::in(pb.v[e]) : 0.f));
       }
       o_body[j] = po;
     }
