@@ -223,6 +223,8 @@ const Case kForward16[] = {
     {"block128x6", 200, 6000, 0, 0, 0, "typed_block", true},
     {"block256x6_unaligned", 90, 12003, 3, 3, 3, "typed_block", true},
     {"smem_cta_a_row", 300, 20000, 0, 0, 0, "typed_smem", true},
+    {"smem_512_threads_cta_a_row", 140, 40000, 0, 0, 0, "typed_smem", true},
+    {"smem_256_threads_cluster4", 20, 20000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_smem", true},
     {"smem_few_rows_cluster3", 40, 30000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_smem", true},
@@ -245,6 +247,8 @@ const Case kBackward16[] = {
     {"block128x3", 200, 3000, 0, 0, 0, "typed_block", true},
     {"block256x4_unaligned", 100, 7001, 3, 3, 3, "typed_block", true},
     {"smem_cta_a_row_unaligned", 300, 9001, 3, 3, 3, "typed_smem", true},
+    {"smem_cta_two_rows", 600, 9001, 0, 0, 0, "typed_smem", true},
+    {"smem_cluster2_two_rows_unaligned", 140, 40001, 3, 3, 3, "typed_smem", true},
     {"smem_few_rows_cluster2", 50, 12003, 0, 0, 0, "typed_smem", true},
     {"smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_smem", true},
     {"smem_alone_cluster16", 2, 600001, 0, 0, 0, "typed_smem", true},
@@ -253,6 +257,7 @@ const Case kBackward16[] = {
     {"scalar_two_pass", 10, 20001, 2, 1, 1, "typed_two_pass", false},
     {"in_place_dy", 100, 3001, 3, 3, 3, "typed_block", true, 1},
     {"in_place_y_cluster", 10, 20001, 3, 3, 3, "typed_smem", true, 2},
+    {"in_place_dy_cluster", 10, 20001, 3, 3, 3, "typed_smem", true, 1},
     {"head_and_tail_only", 1000, 3, 6, 6, 6, "typed_group", true},
 };
 

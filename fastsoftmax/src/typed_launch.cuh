@@ -167,7 +167,8 @@ struct TypedSmemPlan {
 // CTAs of 512, one a row where it fits half an SM (two an SM), else the fewest that fit two an SM,
 // then one. (Measured on the H200: splitting a row to reach four CTAs an SM, or a cluster of 2
 // where one CTA would do, was slower; see docs/notes/tuning.md.) On few rows, more CTAs a row, up
-// to the SMs over the rows (at least 512 packs a CTA).
+// to the SMs over the rows (at least 512 packs a CTA); if those clusters cannot be formed, the
+// fewest again. Without clusters (before sm_90) a row takes one CTA if one holds it.
 template <typename T, int kVec, bool kBackward>
 TypedSmemPlan plan_typed_smem(int rows, int cols) {
   constexpr int64_t kPackBytes = 16 * (kBackward ? 2 : 1);
@@ -176,7 +177,12 @@ TypedSmemPlan plan_typed_smem(int rows, int cols) {
   const auto narrow = typed_smem_kernel<T, kVec, 256, kBackward, false>;
   const auto wide = typed_smem_kernel<T, kVec, 512, kBackward, false>;
   const TypedSmemBudget four = typed_smem_budget(narrow, 4), two = typed_smem_budget(wide, 2);
-  const auto parts = [&](int64_t budget) { return (bytes + budget - 1) / budget; };
+  // CTAs for the row at whole packs a CTA within `budget` bytes (a part is whole packs: the
+  // budgets are not multiples of a pack's bytes).
+  const auto parts = [&](int64_t budget) {
+    const int64_t per = budget / kPackBytes;
+    return (packs + per - 1) / per;
+  };
   TypedSmemPlan plan;
   int64_t ctas = 1;
   plan.threads = 256;
@@ -185,24 +191,32 @@ TypedSmemPlan plan_typed_smem(int rows, int cols) {
     ctas = parts(two.shared);
     if (ctas > kTypedMaxCluster) ctas = parts(two.alone);
     if (ctas > kTypedMaxCluster) return {};
+    if (ctas > 1 && !two.clusters) {
+      if (bytes > two.alone) return {};
+      ctas = 1;
+    }
   }
+  const int64_t fewest = ctas;
   const int64_t sms = device_info().sms;
   if (rows * ctas < sms && four.clusters) {
     ctas = std::max(ctas, std::min<int64_t>({kTypedMaxCluster, sms / rows, packs / 512}));
   }
-  if (ctas > 1 && !four.clusters) return {};
-  plan.ctas = static_cast<int>(ctas);
-  plan.chunk = static_cast<int>((packs + ctas - 1) / ctas);
-  plan.bytes = static_cast<size_t>(plan.chunk * kPackBytes);
   // A CTA alone on its row loads through registers; the CTAs of a cluster by cp.async. The
   // variants' static shared memory is the same, so the budgets above hold for both.
-  plan.async = ctas > 1;
   const auto narrow_async = typed_smem_kernel<T, kVec, 256, kBackward, true>;
   const auto wide_async = typed_smem_kernel<T, kVec, 512, kBackward, true>;
-  const auto kernel =
-      plan.threads == 256 ? (plan.async ? narrow_async : narrow) : (plan.async ? wide_async : wide);
-  typed_smem_budget(kernel, plan.threads == 256 ? 4 : 2);  // sets its attributes
-  const int64_t fit = typed_clusters_that_fit(kernel, plan.threads, plan.ctas, plan.bytes);
+  const auto fit_with = [&](int64_t c) {
+    plan.ctas = static_cast<int>(c);
+    plan.chunk = static_cast<int>((packs + c - 1) / c);
+    plan.bytes = static_cast<size_t>(plan.chunk * kPackBytes);
+    plan.async = c > 1;
+    const auto kernel = plan.threads == 256 ? (plan.async ? narrow_async : narrow)
+                                            : (plan.async ? wide_async : wide);
+    typed_smem_budget(kernel, plan.threads == 256 ? 4 : 2);  // sets its attributes
+    return typed_clusters_that_fit(kernel, plan.threads, plan.ctas, plan.bytes);
+  };
+  int64_t fit = fit_with(ctas);
+  if (fit == 0 && ctas != fewest) fit = fit_with(fewest);
   if (fit == 0) return {};
   const int64_t rounds = (rows + fit - 1) / fit;
   plan.clusters = (rows + rounds - 1) / rounds;
