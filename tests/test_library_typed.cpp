@@ -303,6 +303,28 @@ TEST_F(TypedPaths, BackwardBf16) { backward<__nv_bfloat16>(kBackward16); }
 TEST_F(TypedPaths, BackwardF16) { backward<__half>(kBackward16); }
 TEST_F(TypedPaths, BackwardF32) { backward<float>(kBackward32); }
 
+// With clusters turned off (set_clusters_enabled(false), as FASTSOFTMAX_NO_CLUSTERS does), a row
+// that one CTA holds takes one, on few rows too, and a longer one takes two passes.
+const Case kNoClusters16[] = {
+    {"smem_few_rows_one_cta", 40, 30000, 3, 3, 3, "typed_smem", true},
+    {"two_pass_past_one_cta", 4, 600001, 0, 0, 0, "typed_two_pass", true},
+};
+const Case kNoClusters32[] = {
+    {"smem_one_cta_alone", 40, 20000, 0, 0, 0, "typed_smem", true},
+};
+
+TEST_F(TypedPaths, WithoutClusters) {
+  fastsoftmax::set_clusters_enabled(false);
+  struct Restore {  // clusters back on for the tests after this one, also when a check throws
+    ~Restore() { fastsoftmax::set_clusters_enabled(true); }
+  } restore;
+  forward<__nv_bfloat16>(kNoClusters16);
+  backward<float>(kNoClusters32);
+  Placed<__nv_bfloat16> x(40 * 30000, 0), y(40 * 30000, 0);
+  const fastsoftmax::Plan plan = fastsoftmax::describe(x.ptr, y.ptr, 40, 30000);
+  EXPECT_NE(plan.config.find("clusters of 1 CTAs"), std::string::npos) << plan.config;
+}
+
 // -inf and a large value in 16-bit: exp(-inf) = 0 and no overflow (the max is taken first).
 class TypedEdgeValues : public softmax::testing::GpuTest<> {};
 TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {

@@ -16,6 +16,7 @@
 #include "launch.cuh"
 #include "plan_record.h"
 #include "short_rules.h"
+#include "split.h"
 #include "typed_rows.cuh"
 #include "typed_smem.cuh"
 
@@ -78,7 +79,6 @@ void launch_typed_two_pass(const T* a, const T* b, T* out, int rows, int cols,
 // `share` CTAs an SM (4 for CTAs of 256 threads, 2 for 512), and alone on one.
 struct TypedSmemBudget {
   int64_t shared = 0, alone = 0;
-  bool clusters = false;  // sm_90 and later
 };
 
 template <typename Kernel>
@@ -91,8 +91,7 @@ TypedSmemBudget typed_smem_budget(Kernel kernel, int share) {
   std::lock_guard<std::mutex> lock(mutex);
   const auto found = cache.find(key);
   if (found != cache.end()) return found->second;
-  int optin = 0, sm_bytes = 0, reserved = 0, major = 0;
-  FS_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  int optin = 0, sm_bytes = 0, reserved = 0;
   FS_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   FS_CHECK(cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
   FS_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
@@ -100,7 +99,6 @@ TypedSmemBudget typed_smem_budget(Kernel kernel, int share) {
   FS_CHECK(cudaFuncGetAttributes(&attributes, kernel));
   const int fixed = static_cast<int>(attributes.sharedSizeBytes);
   TypedSmemBudget budget;
-  budget.clusters = major >= 9;
   budget.alone = optin - fixed;
   budget.shared = std::min<int64_t>(budget.alone, sm_bytes / share - reserved - fixed);
   FS_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -168,7 +166,8 @@ struct TypedSmemPlan {
 // then one. (Measured on the H200: splitting a row to reach four CTAs an SM, or a cluster of 2
 // where one CTA would do, was slower; see docs/notes/tuning.md.) On few rows, more CTAs a row, up
 // to the SMs over the rows (at least 512 packs a CTA); if those clusters cannot be formed, the
-// fewest again. Without clusters (before sm_90) a row takes one CTA if one holds it.
+// fewest again. Without clusters (before sm_90, or turned off) a row takes one CTA if one holds
+// it.
 template <typename T, int kVec, bool kBackward>
 TypedSmemPlan plan_typed_smem(int rows, int cols) {
   constexpr int64_t kPackBytes = 16 * (kBackward ? 2 : 1);
@@ -183,6 +182,9 @@ TypedSmemPlan plan_typed_smem(int rows, int cols) {
     const int64_t per = budget / kPackBytes;
     return (packs + per - 1) / per;
   };
+  // Clusters as the rest of the library uses them: sm_90 with this build's cluster code, and not
+  // turned off (set_clusters_enabled, FASTSOFTMAX_NO_CLUSTERS).
+  const bool clusters = clusters_usable();
   TypedSmemPlan plan;
   int64_t ctas = 1;
   plan.threads = 256;
@@ -191,14 +193,14 @@ TypedSmemPlan plan_typed_smem(int rows, int cols) {
     ctas = parts(two.shared);
     if (ctas > kTypedMaxCluster) ctas = parts(two.alone);
     if (ctas > kTypedMaxCluster) return {};
-    if (ctas > 1 && !two.clusters) {
+    if (ctas > 1 && !clusters) {
       if (bytes > two.alone) return {};
       ctas = 1;
     }
   }
   const int64_t fewest = ctas;
   const int64_t sms = device_info().sms;
-  if (rows * ctas < sms && four.clusters) {
+  if (rows * ctas < sms && clusters) {
     ctas = std::max(ctas, std::min<int64_t>({kTypedMaxCluster, sms / rows, packs / 512}));
   }
   // A CTA alone on its row loads through registers; the CTAs of a cluster by cp.async. The
