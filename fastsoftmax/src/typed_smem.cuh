@@ -65,13 +65,6 @@ __device__ __forceinline__ float pack_max(const Pack<__half, 8>& p) {
   const __half2 m = __hmax2(__hmax2(h[0], h[1]), __hmax2(h[2], h[3]));
   return fmaxf(__low2float(m), __high2float(m));
 }
-template <int kVec>
-__device__ __forceinline__ float pack_max(const Pack<float, kVec>& p) {
-  float m = p.v[0];
-#pragma unroll
-  for (int e = 1; e < kVec; ++e) m = fmaxf(m, p.v[e]);
-  return m;
-}
 
 // Where one CTA's part of a row lies, and its head and tail elements (CTA 0 holds those, at most
 // kVec - 1 < kThreads of each: thread t the t-th; load_edges loads them into registers).
