@@ -203,13 +203,13 @@ void check_backward(const Case& c) {
 }
 
 // Packs of 8 in 16-bit (4 in float32): a group of 1-32 lanes up to 32 packs; a warp, then blocks
-// of 128 and 256 threads, with just enough packs a thread (at most 8 packs forward, 4 of each
-// stream backward in 16-bit, 8 of each in float32, then 1024 threads with 4 of each in float32);
-// then the row in shared memory, a CTA of 256
-// or 512 threads a row on many rows, clusters of 2-16 (two CTAs an SM, or one) on long or few
-// rows; past what 16 CTAs hold, two passes. One element an access (the pointers' offsets differ): a
-// warp with one, two or four a lane, blocks of 128-1024 threads, two passes. Offsets (3, 3): rows
-// start off 16-byte boundaries (heads and tails); (1, 2): one element an access.
+// of 128 and 256 threads (and 512 in the 16-bit forward), with just enough packs a thread (at most
+// 8 packs of each stream in 16-bit, held in the dtype; 8 of each in float32, then 1024 threads
+// with 4 of each); then the row in shared memory, a CTA of 256 or 512 threads a row on many rows,
+// clusters of 2-16 (two CTAs an SM, or one) on long or few rows; past what 16 CTAs hold, two
+// passes. One element an access (the pointers' offsets differ): a warp with one, two or four a
+// lane, blocks of 128-1024 threads, two passes. Offsets (3, 3): rows start off 16-byte boundaries
+// (heads and tails); (1, 2): one element an access.
 const Case kForward16[] = {
     {"group1", 4097, 5, 0, 0, 0, "typed_group", true},
     {"group2_unaligned", 3001, 13, 3, 3, 3, "typed_group", true},
@@ -222,11 +222,13 @@ const Case kForward16[] = {
     {"block128x3_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
     {"block128x6", 200, 6000, 0, 0, 0, "typed_block", true},
     {"block256x6_unaligned", 90, 12003, 3, 3, 3, "typed_block", true},
-    {"smem_cta_a_row", 300, 20000, 0, 0, 0, "typed_smem", true},
+    {"block256x8", 100, 16384, 0, 0, 0, "typed_block", true},
+    {"block512x5_unaligned", 200, 20001, 3, 3, 3, "typed_block", true},
+    {"block512x8", 100, 32768, 0, 0, 0, "typed_block", true},
+    {"smem_cta_a_row_unaligned", 300, 36001, 3, 3, 3, "typed_smem", true},
     {"smem_512_threads_cta_a_row", 140, 40000, 0, 0, 0, "typed_smem", true},
-    {"smem_256_threads_cluster4", 20, 20000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_smem", true},
-    {"smem_few_rows_cluster3", 40, 30000, 0, 0, 0, "typed_smem", true},
+    {"smem_few_rows_cluster3", 40, 40000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_smem", true},
     {"smem_cluster16_4_rows", 4, 600001, 0, 0, 0, "typed_smem", true},
     {"smem_alone_cluster16", 2, 1000003, 0, 0, 0, "typed_smem", true},
@@ -245,11 +247,13 @@ const Case kBackward16[] = {
     {"group32", 2000, 250, 0, 0, 0, "typed_group", true},
     {"warp4_unaligned", 500, 1001, 3, 3, 3, "typed_warp", true},
     {"block128x3", 200, 3000, 0, 0, 0, "typed_block", true},
-    {"block256x4_unaligned", 100, 7001, 3, 3, 3, "typed_block", true},
-    {"smem_cta_a_row_unaligned", 300, 9001, 3, 3, 3, "typed_smem", true},
-    {"smem_cta_two_rows", 600, 9001, 0, 0, 0, "typed_smem", true},
+    {"block128x7_unaligned", 100, 7001, 3, 3, 3, "typed_block", true},
+    {"block256x5", 100, 9000, 0, 0, 0, "typed_block", true},
+    {"block256x8_unaligned", 100, 16001, 3, 3, 3, "typed_block", true},
+    {"smem_cta_a_row_unaligned", 300, 17001, 3, 3, 3, "typed_smem", true},
+    {"smem_cta_two_rows", 600, 17001, 0, 0, 0, "typed_smem", true},
     {"smem_cluster2_two_rows_unaligned", 140, 40001, 3, 3, 3, "typed_smem", true},
-    {"smem_few_rows_cluster2", 50, 12003, 0, 0, 0, "typed_smem", true},
+    {"smem_few_rows_cluster2", 50, 20003, 0, 0, 0, "typed_smem", true},
     {"smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_smem", true},
     {"smem_alone_cluster16", 2, 600001, 0, 0, 0, "typed_smem", true},
     {"two_pass", 2, 1000003, 0, 0, 0, "typed_two_pass", true},
@@ -306,7 +310,7 @@ TEST_F(TypedPaths, BackwardF32) { backward<float>(kBackward32); }
 // With clusters turned off (set_clusters_enabled(false), as FASTSOFTMAX_NO_CLUSTERS does), a row
 // that one CTA holds takes one, on few rows too, and a longer one takes two passes.
 const Case kNoClusters16[] = {
-    {"smem_few_rows_one_cta", 40, 30000, 3, 3, 3, "typed_smem", true},
+    {"smem_few_rows_one_cta", 40, 40000, 3, 3, 3, "typed_smem", true},
     {"two_pass_past_one_cta", 4, 600001, 0, 0, 0, "typed_two_pass", true},
 };
 const Case kNoClusters32[] = {
@@ -320,30 +324,45 @@ TEST_F(TypedPaths, WithoutClusters) {
   } restore;
   forward<__nv_bfloat16>(kNoClusters16);
   backward<float>(kNoClusters32);
-  Placed<__nv_bfloat16> x(40 * 30000, 0), y(40 * 30000, 0);
-  const fastsoftmax::Plan plan = fastsoftmax::describe(x.ptr, y.ptr, 40, 30000);
+  Placed<__nv_bfloat16> x(40 * 40000, 0), y(40 * 40000, 0);
+  const fastsoftmax::Plan plan = fastsoftmax::describe(x.ptr, y.ptr, 40, 40000);
   EXPECT_NE(plan.config.find("clusters of 1 CTAs"), std::string::npos) << plan.config;
 }
 
-// -inf and a large value in 16-bit: exp(-inf) = 0 and no overflow (the max is taken first).
-class TypedEdgeValues : public softmax::testing::GpuTest<> {};
+// -inf and a large value in 16-bit: exp(-inf) = 0 and no overflow (the max is taken first); a
+// NaN makes its row NaN.
+class TypedEdgeValues : public softmax::testing::GpuTest<> {
+ protected:
+  static void infinity_and_large_values(int rows, int cols) {
+    std::vector<__nv_bfloat16> x(size_t(rows) * cols, __float2bfloat16_rn(0.f));
+    x[0] = __float2bfloat16_rn(-INFINITY);
+    x[1] = __float2bfloat16_rn(3.0e38f);
+    x[cols] = __float2bfloat16_rn(-INFINITY);
+    x[2 * cols + cols / 2] = __float2bfloat16_rn(NAN);  // a NaN makes its whole row NaN
+    Placed<__nv_bfloat16> d(x.size(), 0);
+    upload(d.ptr, x);
+    fastsoftmax::softmax(d.ptr, d.ptr, rows, cols);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto y = download(d.ptr, x.size());
+    EXPECT_EQ(__bfloat162float(y[0]), 0.f);
+    EXPECT_EQ(__bfloat162float(y[1]), 1.f);
+    EXPECT_EQ(__bfloat162float(y[2]), 0.f);
+    EXPECT_EQ(__bfloat162float(y[cols - 1]), 0.f);
+    EXPECT_EQ(__bfloat162float(y[cols]), 0.f);
+    EXPECT_NEAR(__bfloat162float(y[cols + 1]), 1.0 / (cols - 1),
+                ulp<__nv_bfloat16>(1.0 / (cols - 1)));
+    EXPECT_NEAR(__bfloat162float(y[2 * cols - 1]), 1.0 / (cols - 1),
+                ulp<__nv_bfloat16>(1.0 / (cols - 1)));
+    EXPECT_TRUE(std::isnan(__bfloat162float(y[2 * cols])));
+    EXPECT_TRUE(std::isnan(__bfloat162float(y[3 * cols - 1])));
+  }
+};
 TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {
-  const int rows = 2, cols = 1000;
-  std::vector<__nv_bfloat16> x(size_t(rows) * cols, __float2bfloat16_rn(0.f));
-  x[0] = __float2bfloat16_rn(-INFINITY);
-  x[1] = __float2bfloat16_rn(3.0e38f);
-  x[cols] = __float2bfloat16_rn(-INFINITY);
-  Placed<__nv_bfloat16> d(x.size(), 0);
-  upload(d.ptr, x);
-  fastsoftmax::softmax(d.ptr, d.ptr, rows, cols);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const auto y = download(d.ptr, x.size());
-  EXPECT_EQ(__bfloat162float(y[0]), 0.f);
-  EXPECT_EQ(__bfloat162float(y[1]), 1.f);
-  EXPECT_EQ(__bfloat162float(y[2]), 0.f);
-  EXPECT_EQ(__bfloat162float(y[cols]), 0.f);
-  EXPECT_NEAR(__bfloat162float(y[cols + 1]), 1.0 / (cols - 1),
-              ulp<__nv_bfloat16>(1.0 / (cols - 1)));
+  // A warp a row, blocks of 128 and 512 holding the row in the dtype, a CTA of typed_smem.
+  for (const int cols : {1000, 3001, 20000, 40000}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    infinity_and_large_values(3, cols);
+  }
 }
 
 // Host-side checks: refused before any memory is touched, so no GPU is needed.

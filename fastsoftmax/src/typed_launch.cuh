@@ -61,6 +61,19 @@ void launch_typed_rows(const T* a, const T* b, T* out, int rows, int cols, cudaS
   FS_CHECK_LAUNCH();
 }
 
+template <typename T, int kThreads, int kPacks, bool kBackward>
+void launch_typed_words(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
+  if (recording()) {
+    name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") + ", " +
+                std::to_string(kThreads) + " threads a row, " + std::to_string(kPacks) +
+                " packs of 8 a thread held in the dtype");
+  }
+  if (recorded(rows, kThreads)) return;
+  typed_words_kernel<T, kThreads, kPacks, kBackward>
+      <<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(a, b, out, rows, cols);
+  FS_CHECK_LAUNCH();
+}
+
 template <typename T, int kVec, bool kBackward>
 void launch_typed_two_pass(const T* a, const T* b, T* out, int rows, int cols,
                            cudaStream_t stream) {
@@ -288,7 +301,30 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
       launch_typed_rows<T, kVec, 32, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
     });
   }
-  if (packs <= 256 * kMax) {
+  if constexpr (sizeof(T) == 2) {
+    // 16-bit blocks hold their packs as words in the dtype (typed_words_kernel): up to 8 packs a
+    // thread in each stream, in blocks of 128 and 256 threads, and 512 in the forward.
+    constexpr int kWords = 8;
+    if (packs <= (kBackward ? 256 : 512) * kWords) {
+      note("typed_block",
+           "rows a block of 128-512 threads holds in registers in their dtype: a block a row");
+      if (packs <= 128 * kWords) {
+        return with_packs<kMax / 4 + 1, kWords>(per(128), [&](auto p) {
+          launch_typed_words<T, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
+        });
+      }
+      if (packs <= 256 * kWords) {
+        return with_packs<kWords / 2 + 1, kWords>(per(256), [&](auto p) {
+          launch_typed_words<T, 256, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
+        });
+      }
+      if constexpr (!kBackward) {
+        return with_packs<kWords / 2 + 1, kWords>(per(512), [&](auto p) {
+          launch_typed_words<T, 512, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
+        });
+      }
+    }
+  } else if (packs <= 256 * kMax) {
     note("typed_block", "rows a block of 128 or 256 threads holds in registers: a block a row");
     if (packs <= 128 * kMax) {
       return with_packs<kMax / 4 + 1, kMax>(per(128), [&](auto p) {

@@ -22,6 +22,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "reduce.cuh"
 
@@ -234,6 +235,177 @@ __global__ void __launch_bounds__(typed_block_threads<kThreads>(), typed_min_blo
     // must be past this row's reads of them. (The forward alternates two arrays; the backward
     // uses one.)
     if constexpr (kThreads > kWarpSize) __syncthreads();
+  }
+}
+
+// 16-bit rows in blocks of 128-512 threads, held in registers in their dtype: a 16-byte pack as
+// four 32-bit words of two values each, half the registers of the same values in float32, so a
+// block holds twice the row, or an SM twice the blocks. Each pass converts the words it needs
+// (a shift or mask in bf16, a conversion instruction in fp16); the forward takes each
+// exponential twice (for the sum, then for the output), as exp(x - max) is never stored.
+//
+// ptxas sees that the conversions of the sum pass and of the output pass give the same values
+// and would keep the float32 copies alive between them, giving back the registers this saves. So
+// each pass first passes every word through a byte permutation whose selector depends on that
+// pass's reduced value: the identity, or all zero bytes where the value is NaN (then every output
+// of the row is NaN anyway, whatever the words). The words of one pass are then not the words of
+// another as far as ptxas can prove, and no pass can run before its reduction.
+template <typename T>
+__device__ __forceinline__ float word_lo(unsigned w) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __uint_as_float(w << 16);  // bf16 is the top half of a float32
+  } else {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(w & 0xffffu)));
+  }
+}
+template <typename T>
+__device__ __forceinline__ float word_hi(unsigned w) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __uint_as_float(w & 0xffff0000u);
+  } else {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(w >> 16)));
+  }
+}
+// Two float32 results as one word, each rounded to the dtype (round to nearest even).
+template <typename T>
+__device__ __forceinline__ unsigned word_of(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&v);
+  }
+}
+// The selector of a pass: identity, or zero bytes where its reduced value is NaN.
+__device__ __forceinline__ unsigned pass_selector(float reduced) {
+  return reduced != reduced ? 0x4444u : 0x3210u;
+}
+__device__ __forceinline__ unsigned word_at(const uint4& p, int j, unsigned selector) {
+  const unsigned w = j == 0 ? p.x : j == 1 ? p.y : j == 2 ? p.z : p.w;
+  return __byte_perm(w, 0u, selector);
+}
+// The largest of a pack's 8 values, in pairs in the dtype (three max instructions on pairs). A NaN
+// is skipped, as fmaxf skips it; it still reaches the sum through exp.
+template <typename T>
+__device__ __forceinline__ float words_max(const uint4& p) {
+  using T2 = std::conditional_t<std::is_same_v<T, __nv_bfloat16>, __nv_bfloat162, __half2>;
+  const auto* h = reinterpret_cast<const T2*>(&p);
+  const T2 m = __hmax2(__hmax2(h[0], h[1]), __hmax2(h[2], h[3]));
+  return fmaxf(__low2float(m), __high2float(m));
+}
+// A word of two -inf (the forward's padding: no part in the max or the sum).
+template <typename T>
+__device__ __forceinline__ unsigned minus_infinity_word() {
+  return std::is_same_v<T, __nv_bfloat16> ? 0xff80ff80u : 0xfc00fc00u;
+}
+
+// Blocks an SM the register budget of typed_words_kernel is set for: a thread's words plus about
+// 24 registers for addresses, indices and sums, rounded as the hardware allocates (8 a thread).
+template <int kThreads, int kWords>
+__host__ __device__ constexpr int typed_words_min_blocks() {
+  constexpr int regs = (kWords + 24 + 7) / 8 * 8;
+  constexpr int by_regs = 65536 / (kThreads * regs);
+  constexpr int by_threads = 2048 / kThreads;
+  return by_regs < 1 ? 1 : by_regs < by_threads ? by_regs : by_threads;
+}
+
+// kBackward = false: out = softmax(a). kBackward = true: a = y, b = dy, out = dx. In place allowed
+// (each element is read, then written, by the thread that holds it). A block a row, kPacks packs a
+// thread (pack t, t + kThreads, ...) and its head and tail element (at most 7 of each: one a
+// thread).
+template <typename T, int kThreads, int kPacks, bool kBackward>
+__global__ void __launch_bounds__(
+    kThreads, typed_words_min_blocks<kThreads, 4 * kPacks*(kBackward ? 2 : 1)>())
+    typed_words_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
+                       int rows, int cols) {
+  static_assert(sizeof(T) == 2 && kThreads >= 128, "16-bit packs in blocks");
+  constexpr int kVec = 8;
+  __shared__ float slots[2][kThreads / kWarpSize];
+  const int t = threadIdx.x;
+  const unsigned fill = kBackward ? 0u : minus_infinity_word<T>();
+  const float edge_fill = kBackward ? 0.f : -INFINITY;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t offset = row * cols;
+    const TypedSplit<T, kVec> s(a + offset, cols, true);
+    const auto* a_body = reinterpret_cast<const uint4*>(a + offset + s.head);
+    const auto* b_body = reinterpret_cast<const uint4*>(b + offset + s.head);
+    const int64_t tail_at = offset + s.head + int64_t(s.body) * kVec;
+    uint4 wa[kPacks], wb[kBackward ? kPacks : 1];
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const int i = t + k * kThreads;
+      wa[k] = make_uint4(fill, fill, fill, fill);
+      if constexpr (kBackward) wb[k] = wa[k];
+      if (i < s.body) {
+        wa[k] = a_body[i];
+        if constexpr (kBackward) wb[k] = b_body[i];
+      }
+    }
+    const bool has_head = t < s.head, has_tail = t < s.tail;
+    const float ha = has_head ? Elem<T>::in(a[offset + t]) : edge_fill;
+    const float ta = has_tail ? Elem<T>::in(a[tail_at + t]) : edge_fill;
+    float hb = 0.f, tb = 0.f;
+    if constexpr (kBackward) {
+      hb = has_head ? Elem<T>::in(b[offset + t]) : 0.f;
+      tb = has_tail ? Elem<T>::in(b[tail_at + t]) : 0.f;
+    }
+    auto* o_body = reinterpret_cast<uint4*>(out + offset + s.head);
+    // out = f(a, b) for every value this thread holds; the words pass through `selector` first.
+    auto write = [&](unsigned selector, auto f) {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const int i = t + k * kThreads;
+        if (i < s.body) {
+          unsigned o[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const unsigned x = word_at(wa[k], j, selector);
+            const unsigned y = kBackward ? word_at(wb[k], j, selector) : 0u;
+            o[j] = word_of<T>(f(word_lo<T>(x), word_lo<T>(y)), f(word_hi<T>(x), word_hi<T>(y)));
+          }
+          o_body[i] = make_uint4(o[0], o[1], o[2], o[3]);
+        }
+      }
+      if (has_head) out[offset + t] = Elem<T>::out(f(ha, hb));
+      if (has_tail) out[tail_at + t] = Elem<T>::out(f(ta, tb));
+    };
+    if constexpr (!kBackward) {
+      float m = -INFINITY;
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) m = fmaxf(m, words_max<T>(wa[k]));
+      m = block_all_reduce<kThreads, true>(fmaxf(m, fmaxf(ha, ta)), slots[0]);
+      const unsigned by_max = pass_selector(m);
+      float sum = 0.f;
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const unsigned x = word_at(wa[k], j, by_max);
+          sum += exp_(word_lo<T>(x) - m);
+          sum += exp_(word_hi<T>(x) - m);
+        }
+      sum += exp_(ha - m);
+      sum += exp_(ta - m);
+      const float inv = reciprocal(block_all_reduce<kThreads, false>(sum, slots[1]));
+      write(pass_selector(inv), [&](float x, float) { return exp_(x - m) * inv; });
+    } else {
+      float dot = 0.f;
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const unsigned y = word_at(wa[k], j, 0x3210u), g = word_at(wb[k], j, 0x3210u);
+          dot = fmaf(word_lo<T>(y), word_lo<T>(g), dot);
+          dot = fmaf(word_hi<T>(y), word_hi<T>(g), dot);
+        }
+      dot = fmaf(ha, hb, dot);
+      dot = fmaf(ta, tb, dot);
+      dot = block_all_reduce<kThreads, false>(dot, slots[0]);
+      write(pass_selector(dot), [&](float y, float g) { return y * (g - dot); });
+    }
+    // The next row reuses `slots`: every warp must be past this row's reads of them.
+    __syncthreads();
   }
 }
 
