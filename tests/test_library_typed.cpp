@@ -203,13 +203,14 @@ void check_backward(const Case& c) {
 }
 
 // Packs of 8 in 16-bit (4 in float32): a group of 1-32 lanes up to 32 packs; a warp, then blocks
-// of 128 and 256 threads (and 512 in the 16-bit forward), with just enough packs a thread (at most
-// 8 packs of each stream in 16-bit, held in the dtype; 8 of each in float32, then 1024 threads
-// with 4 of each); then the row in shared memory, a CTA of 256 or 512 threads a row on many rows,
-// clusters of 2-16 (two CTAs an SM, or one) on long or few rows; past what 16 CTAs hold, two
-// passes. One element an access (the pointers' offsets differ): a warp with one, two or four a
-// lane, blocks of 128-1024 threads, two passes. Offsets (3, 3): rows start off 16-byte boundaries
-// (heads and tails); (1, 2): one element an access.
+// of 128 and 256 threads, with just enough packs a thread (at most 8 packs forward, 4 of each
+// stream backward in 16-bit, 8 of each in float32, then 1024 threads with 4 of each in float32);
+// in 16-bit, on more rows than SMs ("words"), blocks of 128-1024 threads holding up to 8 packs of
+// each stream in the dtype (the forward's blocks of 128 excepted); then the row in shared memory, a
+// CTA of 256 or 512 threads a row on many rows, clusters of 2-16 (two CTAs an SM, or one) on long
+// or few rows; past what 16 CTAs hold, two passes. One element an access (the pointers' offsets
+// differ): a warp with one, two or four a lane, blocks of 128-1024 threads, two passes. Offsets (3,
+// 3): rows start off 16-byte boundaries (heads and tails); (1, 2): one element an access.
 const Case kForward16[] = {
     {"group1", 4097, 5, 0, 0, 0, "typed_group", true},
     {"group2_unaligned", 3001, 13, 3, 3, 3, "typed_group", true},
@@ -222,11 +223,13 @@ const Case kForward16[] = {
     {"block128x3_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
     {"block128x6", 200, 6000, 0, 0, 0, "typed_block", true},
     {"block256x6_unaligned", 90, 12003, 3, 3, 3, "typed_block", true},
-    {"block256x8", 100, 16384, 0, 0, 0, "typed_block", true},
-    {"block512x5_unaligned", 200, 20001, 3, 3, 3, "typed_block", true},
-    {"block512x8", 100, 32768, 0, 0, 0, "typed_block", true},
-    {"smem_cta_a_row_unaligned", 300, 36001, 3, 3, 3, "typed_smem", true},
-    {"smem_512_threads_cta_a_row", 140, 40000, 0, 0, 0, "typed_smem", true},
+    {"words256x8", 300, 16384, 0, 0, 0, "typed_block", true},
+    {"words512x5_unaligned", 200, 20001, 3, 3, 3, "typed_block", true},
+    {"words512x8", 200, 32768, 0, 0, 0, "typed_block", true},
+    {"words1024x5_unaligned", 200, 40001, 3, 3, 3, "typed_block", true},
+    {"smem_cta_a_row", 100, 20000, 0, 0, 0, "typed_smem", true},
+    {"smem_512_threads_cta_a_row", 120, 40000, 0, 0, 0, "typed_smem", true},
+    {"smem_256_threads_cluster4", 20, 20000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_smem", true},
     {"smem_few_rows_cluster3", 40, 40000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_smem", true},
@@ -247,11 +250,12 @@ const Case kBackward16[] = {
     {"group32", 2000, 250, 0, 0, 0, "typed_group", true},
     {"warp4_unaligned", 500, 1001, 3, 3, 3, "typed_warp", true},
     {"block128x3", 200, 3000, 0, 0, 0, "typed_block", true},
-    {"block128x7_unaligned", 100, 7001, 3, 3, 3, "typed_block", true},
-    {"block256x5", 100, 9000, 0, 0, 0, "typed_block", true},
-    {"block256x8_unaligned", 100, 16001, 3, 3, 3, "typed_block", true},
-    {"smem_cta_a_row_unaligned", 300, 17001, 3, 3, 3, "typed_smem", true},
-    {"smem_cta_two_rows", 600, 17001, 0, 0, 0, "typed_smem", true},
+    {"block256x4_unaligned", 100, 7001, 3, 3, 3, "typed_block", true},
+    {"words128x7_unaligned", 300, 7001, 3, 3, 3, "typed_block", true},
+    {"words256x5", 300, 9000, 0, 0, 0, "typed_block", true},
+    {"words256x8_unaligned", 300, 16001, 3, 3, 3, "typed_block", true},
+    {"words512x8_unaligned", 200, 32767, 3, 3, 3, "typed_block", true},
+    {"smem_cta_a_row_unaligned", 100, 9001, 3, 3, 3, "typed_smem", true},
     {"smem_cluster2_two_rows_unaligned", 140, 40001, 3, 3, 3, "typed_smem", true},
     {"smem_few_rows_cluster2", 50, 20003, 0, 0, 0, "typed_smem", true},
     {"smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_smem", true},
@@ -260,6 +264,7 @@ const Case kBackward16[] = {
     {"scalar_warp", 400, 100, 1, 2, 1, "typed_warp", false},
     {"scalar_two_pass", 10, 20001, 2, 1, 1, "typed_two_pass", false},
     {"in_place_dy", 100, 3001, 3, 3, 3, "typed_block", true, 1},
+    {"in_place_dy_words", 300, 5001, 3, 3, 3, "typed_block", true, 1},
     {"in_place_y_cluster", 10, 20001, 3, 3, 3, "typed_smem", true, 2},
     {"in_place_dy_cluster", 10, 20001, 3, 3, 3, "typed_smem", true, 1},
     {"head_and_tail_only", 1000, 3, 6, 6, 6, "typed_group", true},
@@ -358,10 +363,11 @@ class TypedEdgeValues : public softmax::testing::GpuTest<> {
   }
 };
 TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {
-  // A warp a row, blocks of 128 and 512 holding the row in the dtype, a CTA of typed_smem.
-  for (const int cols : {1000, 3001, 20000, 40000}) {
+  // A warp a row, a block of 128 in float32, blocks of 256, 512 and 1024 holding the row in the
+  // dtype (more rows than SMs), a cluster of typed_smem.
+  for (const int cols : {1000, 3001, 16384, 20000, 40000, 70001}) {
     SCOPED_TRACE("cols " + std::to_string(cols));
-    infinity_and_large_values(3, cols);
+    infinity_and_large_values(200, cols);
   }
 }
 

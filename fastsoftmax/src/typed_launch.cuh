@@ -277,7 +277,7 @@ constexpr int typed_max_packs() {
 template <typename T, int kVec, bool kBackward>
 void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
   constexpr int kMax = typed_max_packs<T, kBackward>();
-  const int64_t packs = (int64_t(cols) + kVec - 1) / kVec;  // at least the body's packs
+  const int64_t packs = cols / kVec;  // the most body packs a row has (edges are held apart)
   const auto per = [&](int threads) { return (packs + threads - 1) / threads; };
   if (packs <= 32) {
     note("typed_group",
@@ -301,13 +301,18 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
       launch_typed_rows<T, kVec, 32, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
     });
   }
+  // 16-bit blocks hold their packs as words in the dtype (typed_words_kernel), up to 8 packs a
+  // thread in each stream: blocks of 128 (backward), 256, 512, and 1024 in the forward (one an SM).
+  // Measured on the H200, the float32 copy (one conversion and one exponential an element) stays
+  // ahead where registers do not limit the rows an SM has in flight: the forward's blocks of 128,
+  // and rows that have an SM each.
+  const bool alone = rows <= device_info().sms;
+  const bool words = sizeof(T) == 2 && !alone && (kBackward || packs > 128 * kMax);
+  constexpr int kWords = 8;
   if constexpr (sizeof(T) == 2) {
-    // 16-bit blocks hold their packs as words in the dtype (typed_words_kernel): up to 8 packs a
-    // thread in each stream, in blocks of 128 and 256 threads, and 512 in the forward.
-    constexpr int kWords = 8;
-    if (packs <= (kBackward ? 256 : 512) * kWords) {
+    if (words && packs <= (kBackward ? 512 : 1024) * kWords) {
       note("typed_block",
-           "rows a block of 128-512 threads holds in registers in their dtype: a block a row");
+           "rows a block of 128-1024 threads holds in registers in their dtype: a block a row");
       if (packs <= 128 * kWords) {
         return with_packs<kMax / 4 + 1, kWords>(per(128), [&](auto p) {
           launch_typed_words<T, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
@@ -318,13 +323,19 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
           launch_typed_words<T, 256, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
         });
       }
-      if constexpr (!kBackward) {
+      if (packs <= 512 * kWords) {
         return with_packs<kWords / 2 + 1, kWords>(per(512), [&](auto p) {
           launch_typed_words<T, 512, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
         });
       }
+      if constexpr (!kBackward) {
+        return with_packs<kWords / 2 + 1, kWords>(per(1024), [&](auto p) {
+          launch_typed_words<T, 1024, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
+        });
+      }
     }
-  } else if (packs <= 256 * kMax) {
+  }
+  if (!words && packs <= 256 * kMax) {
     note("typed_block", "rows a block of 128 or 256 threads holds in registers: a block a row");
     if (packs <= 128 * kMax) {
       return with_packs<kMax / 4 + 1, kMax>(per(128), [&](auto p) {
