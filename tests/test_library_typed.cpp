@@ -205,12 +205,13 @@ void check_backward(const Case& c) {
 // Packs of 8 in 16-bit (4 in float32): a group of 1-32 lanes up to 32 packs; a warp, then blocks
 // of 128 and 256 threads, with just enough packs a thread (at most 8 packs forward, 4 of each
 // stream backward in 16-bit, 8 of each in float32, then 1024 threads with 4 of each in float32);
-// in 16-bit, on more rows than SMs ("words"), blocks of 128-1024 threads holding up to 8 packs of
-// each stream in the dtype (the forward's blocks of 128 excepted); then the row in shared memory, a
-// CTA of 256 or 512 threads a row on many rows, clusters of 2-16 (two CTAs an SM, or one) on long
-// or few rows; past what 16 CTAs hold, two passes. One element an access (the pointers' offsets
-// differ): a warp with one, two or four a lane, blocks of 128-1024 threads, two passes. Offsets (3,
-// 3): rows start off 16-byte boundaries (heads and tails); (1, 2): one element an access.
+// in 16-bit ("words"), blocks of 128-1024 threads holding up to 8 packs of each stream in the
+// dtype (all of the backward's blocks; the forward's past 128 threads on more rows than SMs); then
+// the row in shared memory, a CTA of 256 or 512 threads a row on many rows, clusters of 2-16 (two
+// CTAs an SM, or one) on long or few rows; past what 16 CTAs hold, two passes. One element an
+// access (the pointers' offsets differ): a warp with one, two or four a lane, blocks of 128-1024
+// threads, two passes. Offsets (3, 3): rows start off 16-byte boundaries (heads and tails); (1, 2):
+// one element an access.
 const Case kForward16[] = {
     {"group1", 4097, 5, 0, 0, 0, "typed_group", true},
     {"group2_unaligned", 3001, 13, 3, 3, 3, "typed_group", true},
@@ -223,10 +224,10 @@ const Case kForward16[] = {
     {"block128x3_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
     {"block128x6", 200, 6000, 0, 0, 0, "typed_block", true},
     {"block256x6_unaligned", 90, 12003, 3, 3, 3, "typed_block", true},
-    {"words256x8", 300, 16384, 0, 0, 0, "typed_block", true},
-    {"words512x5_unaligned", 200, 20001, 3, 3, 3, "typed_block", true},
-    {"words512x8", 200, 32768, 0, 0, 0, "typed_block", true},
-    {"words1024x5_unaligned", 200, 40001, 3, 3, 3, "typed_block", true},
+    {"words256x8", 140, 16384, 0, 0, 0, "typed_block", true},
+    {"words512x5_unaligned", 140, 20001, 3, 3, 3, "typed_block", true},
+    {"words512x8", 140, 32768, 0, 0, 0, "typed_block", true},
+    {"words1024x5_unaligned", 140, 33001, 3, 3, 3, "typed_block", true},
     {"smem_cta_a_row", 100, 20000, 0, 0, 0, "typed_smem", true},
     {"smem_512_threads_cta_a_row", 120, 40000, 0, 0, 0, "typed_smem", true},
     {"smem_256_threads_cluster4", 20, 20000, 0, 0, 0, "typed_smem", true},
@@ -250,23 +251,21 @@ const Case kBackward16[] = {
     {"group32", 2000, 250, 0, 0, 0, "typed_group", true},
     {"warp4_unaligned", 500, 1001, 3, 3, 3, "typed_warp", true},
     {"block128x3", 200, 3000, 0, 0, 0, "typed_block", true},
-    {"block256x4_unaligned", 100, 7001, 3, 3, 3, "typed_block", true},
-    {"words128x7_unaligned", 300, 7001, 3, 3, 3, "typed_block", true},
-    {"words256x5", 300, 9000, 0, 0, 0, "typed_block", true},
-    {"words256x8_unaligned", 300, 16001, 3, 3, 3, "typed_block", true},
-    {"words512x8_unaligned", 200, 32767, 3, 3, 3, "typed_block", true},
-    {"smem_cta_a_row_unaligned", 100, 9001, 3, 3, 3, "typed_smem", true},
+    {"words128x7_unaligned", 140, 7001, 3, 3, 3, "typed_block", true},
+    {"words256x5", 140, 9000, 0, 0, 0, "typed_block", true},
+    {"words256x8_unaligned", 140, 16001, 3, 3, 3, "typed_block", true},
+    {"words512x8_unaligned", 140, 32767, 3, 3, 3, "typed_block", true},
     {"smem_cluster2_two_rows_unaligned", 140, 40001, 3, 3, 3, "typed_smem", true},
-    {"smem_few_rows_cluster2", 50, 20003, 0, 0, 0, "typed_smem", true},
+    {"smem_few_rows_cluster2", 50, 40003, 0, 0, 0, "typed_smem", true},
     {"smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_smem", true},
     {"smem_alone_cluster16", 2, 600001, 0, 0, 0, "typed_smem", true},
     {"two_pass", 2, 1000003, 0, 0, 0, "typed_two_pass", true},
     {"scalar_warp", 400, 100, 1, 2, 1, "typed_warp", false},
     {"scalar_two_pass", 10, 20001, 2, 1, 1, "typed_two_pass", false},
     {"in_place_dy", 100, 3001, 3, 3, 3, "typed_block", true, 1},
-    {"in_place_dy_words", 300, 5001, 3, 3, 3, "typed_block", true, 1},
-    {"in_place_y_cluster", 10, 20001, 3, 3, 3, "typed_smem", true, 2},
-    {"in_place_dy_cluster", 10, 20001, 3, 3, 3, "typed_smem", true, 1},
+    {"in_place_dy_words", 140, 5001, 3, 3, 3, "typed_block", true, 1},
+    {"in_place_y_cluster", 10, 40001, 3, 3, 3, "typed_smem", true, 2},
+    {"in_place_dy_cluster", 10, 40001, 3, 3, 3, "typed_smem", true, 1},
     {"head_and_tail_only", 1000, 3, 6, 6, 6, "typed_group", true},
 };
 
@@ -367,7 +366,7 @@ TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {
   // dtype (more rows than SMs), a cluster of typed_smem.
   for (const int cols : {1000, 3001, 16384, 20000, 40000, 70001}) {
     SCOPED_TRACE("cols " + std::to_string(cols));
-    infinity_and_large_values(200, cols);
+    infinity_and_large_values(140, cols);
   }
 }
 

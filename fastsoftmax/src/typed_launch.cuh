@@ -303,11 +303,11 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
   }
   // 16-bit blocks hold their packs as words in the dtype (typed_words_kernel), up to 8 packs a
   // thread in each stream: blocks of 128 (backward), 256, 512, and 1024 in the forward (one an SM).
-  // Measured on the H200, the float32 copy (one conversion and one exponential an element) stays
-  // ahead where registers do not limit the rows an SM has in flight: the forward's blocks of 128,
-  // and rows that have an SM each.
+  // Measured on the H200, the forward's float32 copy (one conversion and one exponential an
+  // element, against two exponentials from the words) stays ahead where registers do not limit the
+  // rows an SM has in flight: in blocks of 128, and on rows that have an SM each.
   const bool alone = rows <= device_info().sms;
-  const bool words = sizeof(T) == 2 && !alone && (kBackward || packs > 128 * kMax);
+  const bool words = sizeof(T) == 2 && (kBackward || (!alone && packs > 128 * kMax));
   constexpr int kWords = 8;
   if constexpr (sizeof(T) == 2) {
     if (words && packs <= (kBackward ? 512 : 1024) * kWords) {
@@ -335,17 +335,20 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
       }
     }
   }
-  if (!words && packs <= 256 * kMax) {
-    note("typed_block", "rows a block of 128 or 256 threads holds in registers: a block a row");
-    if (packs <= 128 * kMax) {
-      return with_packs<kMax / 4 + 1, kMax>(per(128), [&](auto p) {
-        launch_typed_rows<T, kVec, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols,
+  if constexpr (sizeof(T) == 4 || !kBackward) {  // the 16-bit backward's blocks are all words
+    if (!words && packs <= 256 * kMax) {
+      note("typed_block", "rows a block of 128 or 256 threads holds in registers: a block a row");
+      if (packs <= 128 * kMax) {
+        return with_packs<kMax / 4 + 1, kMax>(per(128), [&](auto p) {
+          launch_typed_rows<T, kVec, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols,
+                                                                         stream);
+        });
+      }
+      return with_packs<kMax / 2 + 1, kMax>(per(256), [&](auto p) {
+        launch_typed_rows<T, kVec, 256, decltype(p)::value, kBackward>(a, b, out, rows, cols,
                                                                        stream);
       });
     }
-    return with_packs<kMax / 2 + 1, kMax>(per(256), [&](auto p) {
-      launch_typed_rows<T, kVec, 256, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
-    });
   }
   if constexpr (kBackward && sizeof(T) == 4) {
     // float32 backward: a block of 1024 threads with 4 packs of each stream a thread (one block an
