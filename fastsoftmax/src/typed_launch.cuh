@@ -261,19 +261,21 @@ void launch_typed_smem(const TypedSmemPlan& plan, const T* a, const T* b, T* out
   FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, plan.chunk));
 }
 
-// Values a thread holds in registers over its streams, at most: 64 floats (the float32 `block`
+// Values a thread holds in registers as float32 over its streams, at most: 64 (the float32 `block`
 // holds up to 16 float4), so 8 packs of 8 in the 16-bit forward, 4 of each stream in the 16-bit
-// backward, 8 of 4 of each in the float32 backward. (A cap of 6 in the 16-bit forward, three
-// blocks of 256 an SM, sent rows of 12.3K-16K elements to typed_smem, which was slower there.)
+// backward, 8 of 4 of each in the float32 backward. (16-bit blocks past the forward's 128 threads
+// hold words in the dtype instead: up to 8 packs of each stream.)
 template <typename T, bool kBackward>
 constexpr int typed_max_packs() {
   return 64 / (kBackward ? 2 : 1) / (16 / int(sizeof(T)));
 }
 
 // 16-byte packs: a group of 1-32 lanes up to 32 packs (one a lane); a warp with 2 to kMax packs a
-// lane; blocks of 128, then 256 threads with just enough packs a thread to cover the row (padding
-// costs registers, and registers decide how many rows an SM has in flight); past those, the row
-// in shared memory (typed_smem.cuh); past what 16 CTAs hold, two passes.
+// lane; blocks with just enough packs a thread to cover the row (padding costs registers, and
+// registers decide how many rows an SM has in flight): in 16-bit, words in the dtype in blocks of
+// 128-1024 threads (see below where the forward keeps float32), else float32 in blocks of 128 and
+// 256 threads (1024 in the float32 backward); past those, the row in shared memory
+// (typed_smem.cuh); past what 16 CTAs hold, two passes.
 template <typename T, int kVec, bool kBackward>
 void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
   constexpr int kMax = typed_max_packs<T, kBackward>();
