@@ -208,10 +208,10 @@ void check_backward(const Case& c) {
 // in 16-bit ("words"), blocks of 128-1024 threads holding up to 8 packs of each stream in the
 // dtype (all of the backward's blocks; the forward's past 128 threads on more rows than SMs); then
 // the row in shared memory, a CTA of 256 or 512 threads a row on many rows, clusters of 2-16 (two
-// CTAs an SM, or one) on long or few rows; past what 16 CTAs hold, two passes. One element an
-// access (the pointers' offsets differ): a warp with one, two or four a lane, blocks of 128-1024
-// threads, two passes. Offsets (3, 3): rows start off 16-byte boundaries (heads and tails); (1, 2):
-// one element an access.
+// CTAs an SM, or one) on long or few rows; past what 16 CTAs hold, two passes (several blocks a row
+// on few rows). One element an access (the pointers' offsets differ): a warp with one, two or four
+// a lane, blocks of 128-1024 threads, two passes. Offsets (3, 3): rows start off 16-byte boundaries
+// (heads and tails); (1, 2): one element an access.
 const Case kForward16[] = {
     {"group1", 4097, 5, 0, 0, 0, "typed_group", true},
     {"group2_unaligned", 3001, 13, 3, 3, 3, "typed_group", true},
@@ -236,7 +236,7 @@ const Case kForward16[] = {
     {"smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_smem", true},
     {"smem_cluster16_4_rows", 4, 600001, 0, 0, 0, "typed_smem", true},
     {"smem_alone_cluster16", 2, 1000003, 0, 0, 0, "typed_smem", true},
-    {"two_pass_unaligned", 2, 1900003, 3, 3, 3, "typed_two_pass", true},
+    {"spread_unaligned", 2, 1900003, 3, 3, 3, "typed_spread", true},
     {"scalar_group", 500, 31, 1, 1, 2, "typed_group", false},
     {"scalar_warp", 500, 100, 1, 1, 2, "typed_warp", false},
     {"scalar_block", 200, 3000, 1, 1, 2, "typed_block", false},
@@ -259,7 +259,8 @@ const Case kBackward16[] = {
     {"smem_few_rows_cluster2", 50, 40003, 0, 0, 0, "typed_smem", true},
     {"smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_smem", true},
     {"smem_alone_cluster16", 2, 600001, 0, 0, 0, "typed_smem", true},
-    {"two_pass", 2, 1000003, 0, 0, 0, "typed_two_pass", true},
+    {"spread", 2, 1000003, 0, 0, 0, "typed_spread", true},
+    {"in_place_dy_spread", 1, 1000003, 3, 3, 3, "typed_spread", true, 1},
     {"scalar_warp", 400, 100, 1, 2, 1, "typed_warp", false},
     {"scalar_two_pass", 10, 20001, 2, 1, 1, "typed_two_pass", false},
     {"in_place_dy", 100, 3001, 3, 3, 3, "typed_block", true, 1},
@@ -280,7 +281,8 @@ const Case kBackward32[] = {
     {"smem_few_rows_cluster3", 40, 20000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_smem", true},
     {"smem_alone_cluster16_unaligned", 2, 300001, 2, 2, 2, "typed_smem", true},
-    {"two_pass_unaligned", 2, 500001, 2, 2, 2, "typed_two_pass", true},
+    {"spread_unaligned", 2, 500001, 2, 2, 2, "typed_spread", true},
+    {"spread_eight_rows", 8, 500000, 0, 0, 0, "typed_spread", true},
     {"scalar_block", 200, 1000, 1, 2, 3, "typed_block", false},
     {"in_place_dy", 100, 999, 1, 1, 1, "typed_warp", true, 1},
 };
@@ -315,7 +317,7 @@ TEST_F(TypedPaths, BackwardF32) { backward<float>(kBackward32); }
 // that one CTA holds takes one, on few rows too, and a longer one takes two passes.
 const Case kNoClusters16[] = {
     {"smem_few_rows_one_cta", 40, 40000, 3, 3, 3, "typed_smem", true},
-    {"two_pass_past_one_cta", 4, 600001, 0, 0, 0, "typed_two_pass", true},
+    {"spread_past_one_cta", 4, 600001, 0, 0, 0, "typed_spread", true},
 };
 const Case kNoClusters32[] = {
     {"smem_one_cta_alone", 40, 20000, 0, 0, 0, "typed_smem", true},

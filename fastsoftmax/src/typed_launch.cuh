@@ -83,8 +83,70 @@ void launch_typed_two_pass(const T* a, const T* b, T* out, int rows, int cols,
   }
   if (recorded(rows, kTypedTwoPassThreads)) return;
   typed_two_pass_kernel<T, kVec, kBackward>
-      <<<static_cast<unsigned>(rows), kTypedTwoPassThreads, 0, stream>>>(a, b, out, rows, cols);
+      <<<static_cast<unsigned>(rows), kTypedTwoPassThreads, 0, stream>>>(a, b, out, rows, cols, 1);
   FS_CHECK_LAUNCH();
+}
+
+// typed_spread's host side. Its pairs' area (g_typed_spread) is one a device in each dtype's file,
+// so this state is too (internal linkage: one copy a file): spread launches on different streams
+// wait for the one before, as the float32 grid paths do with theirs.
+namespace {
+struct SpreadTurn {
+  std::mutex mutex;
+  std::map<int, cudaEvent_t> last;  // per device: where the last spread launch ends
+};
+SpreadTurn& spread_turn() {
+  static SpreadTurn turn;
+  return turn;
+}
+}  // namespace
+
+// Blocks a row for typed_spread: as many as keep every row's blocks in one wave of both launches,
+// at most one pair a thread for the merge (512) and at least 1024 packs a block; 1: not worth
+// spreading (the row takes typed_two_pass).
+template <typename T, int kVec, bool kBackward>
+int typed_spread_parts(int rows, int64_t packs) {
+  int partials = 0, apply = 0;  // blocks an SM of each launch
+  FS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &partials, typed_two_pass_kernel<T, kVec, kBackward, TypedPass::kPartials>,
+      kTypedTwoPassThreads, 0));
+  FS_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &apply, typed_two_pass_kernel<T, kVec, kBackward, TypedPass::kApply>, kTypedTwoPassThreads,
+      0));
+  const int64_t resident = int64_t(std::min(partials, apply)) * device_info().sms;
+  const int64_t parts = std::min<int64_t>({resident / std::max(rows, 1), kTypedTwoPassThreads,
+                                           packs / 1024, kTypedSpreadPairs / std::max(rows, 1)});
+  return parts >= 2 ? static_cast<int>(parts) : 1;
+}
+
+template <typename T, int kVec, bool kBackward>
+void launch_typed_spread(const T* a, const T* b, T* out, int rows, int cols, int parts,
+                         cudaStream_t stream) {
+  const int64_t blocks = int64_t(rows) * parts;
+  if (recording()) {
+    name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") + ", " +
+                std::to_string(parts) + " blocks a row in two launches, packs of " +
+                std::to_string(kVec));
+  }
+  if (recorded(blocks, kTypedTwoPassThreads)) return;
+  int device = 0;
+  FS_CHECK(cudaGetDevice(&device));
+  SpreadTurn& turn = spread_turn();
+  std::lock_guard<std::mutex> lock(turn.mutex);
+  cudaEvent_t& done = turn.last[device];
+  if (done == nullptr) {
+    FS_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  } else {
+    FS_CHECK(cudaStreamWaitEvent(stream, done, 0));
+  }
+  const auto grid = static_cast<unsigned>(blocks);
+  typed_two_pass_kernel<T, kVec, kBackward, TypedPass::kPartials>
+      <<<grid, kTypedTwoPassThreads, 0, stream>>>(a, b, out, rows, cols, parts);
+  FS_CHECK_LAUNCH();
+  typed_two_pass_kernel<T, kVec, kBackward, TypedPass::kApply>
+      <<<grid, kTypedTwoPassThreads, 0, stream>>>(a, b, out, rows, cols, parts);
+  FS_CHECK_LAUNCH();
+  FS_CHECK(cudaEventRecord(done, stream));
 }
 
 // The limits of `typed_smem` on this device for one kernel, looked up once a device and kernel
@@ -367,6 +429,13 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
          "rows past a block's registers that up to 16 CTAs hold in shared memory: a cluster a "
          "row, the row in shared memory in its dtype");
     return launch_typed_smem<T, kVec, kBackward>(plan, a, b, out, rows, cols, stream);
+  }
+  const int parts = typed_spread_parts<T, kVec, kBackward>(rows, packs);
+  if (parts > 1) {
+    note("typed_spread",
+         "few rows longer than 16 CTAs hold in shared memory: several blocks a row, partial "
+         "results through global memory, the row read twice");
+    return launch_typed_spread<T, kVec, kBackward>(a, b, out, rows, cols, parts, stream);
   }
   note("typed_two_pass",
        "rows longer than 16 CTAs hold in shared memory: a block a row, the row read twice");

@@ -411,70 +411,99 @@ __global__ void __launch_bounds__(
   }
 }
 
-// Two passes, a block of kThreads a row, a few packs a thread in flight per step. Forward: an
-// online (max, sum) per thread, merged over the block, then exp(x - max) / sum written. Backward:
-// sum(y * dy), then y * (dy - sum) written.
+// Two passes, a few packs a thread in flight per step. Forward: an online (max, sum) per thread,
+// merged over the block, then exp(x - max) / sum written. Backward: sum(y * dy), then
+// y * (dy - sum) written.
+//
+// kWhole: a block of kThreads a row, both passes (`typed_two_pass`). Spread (`typed_spread`, few
+// rows): `parts` blocks a row, each taking a slice of the body (part 0 also the head and tail), in
+// two launches: kPartials reduces each slice and stores the block's pair in g_typed_spread; kApply
+// reads every pair of its row (one a thread), merges them (every block of the row in the same
+// order, so all get the same bits) and writes its slice.
 constexpr int kTypedTwoPassThreads = 512;
+enum class TypedPass { kWhole, kPartials, kApply };
 
-template <typename T, int kVec, bool kBackward>
+// typed_spread's pairs, (max, sum) forward or (dot, 0) backward, part p of row r at r * parts + p.
+// One area a device in each dtype's file (static: typed_f32.cu, typed_f16.cu and typed_bf16.cu
+// each have their own); the launcher keeps spread launches on different streams apart.
+constexpr int kTypedSpreadPairs = 1 << 16;
+static __device__ float2 g_typed_spread[kTypedSpreadPairs];
+
+template <typename T, int kVec, bool kBackward, TypedPass kPass = TypedPass::kWhole>
 __global__ void __launch_bounds__(kTypedTwoPassThreads)
     typed_two_pass_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
-                          int rows, int cols) {
+                          int rows, int cols, int parts) {
   constexpr int kThreads = kTypedTwoPassThreads;
   // Packs a thread has in flight per step: four of one stream, two of each of two (more spilled).
   constexpr int kTypedUnroll = kBackward ? 2 : 4;
   __shared__ float2 pairs[kThreads / kWarpSize];
   __shared__ float slots[kThreads / kWarpSize];
   const int t = threadIdx.x;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+  const int64_t units = int64_t(rows) * parts;
+  for (int64_t unit = blockIdx.x; unit < units; unit += gridDim.x) {
+    const int64_t row = unit / parts;
+    const int part = static_cast<int>(unit % parts);
     const int64_t offset = row * cols;
     const TypedSplit<T, kVec> s(a + offset, cols, true);
     const auto* a_body = reinterpret_cast<const Pack<T, kVec>*>(a + offset + s.head);
     const auto* b_body = reinterpret_cast<const Pack<T, kVec>*>(b + offset + s.head);
     auto* o_body = reinterpret_cast<Pack<T, kVec>*>(out + offset + s.head);
     const int64_t tail_at = offset + s.head + int64_t(s.body) * kVec;
+    // This block's slice of the body, [begin, end) (all of it with one part).
+    const int64_t body = s.body, chunk = (body + parts - 1) / parts;
+    const int64_t begin = part * chunk < body ? part * chunk : body;
+    const int64_t end = begin + chunk < body ? begin + chunk : body;
     // The head and tail element this thread owns (kVec - 1 < kThreads: at most one of each).
-    const bool has_head = kVec > 1 && t < s.head;
-    const bool has_tail = kVec > 1 && t < s.tail;
+    const bool has_head = kVec > 1 && part == 0 && t < s.head;
+    const bool has_tail = kVec > 1 && part == 0 && t < s.tail;
 
-    // Pass 1. The pack index is 64-bit: with one element an access a row has up to 2^31 - 1
-    // packs, and a 32-bit index stepped past the last would wrap.
     float m = -INFINITY, acc = 0.f;
-    auto take = [&](float va, float vb) {
-      if constexpr (kBackward) {
-        acc = fmaf(va, vb, acc);
-      } else {
-        float one[1] = {va};
-        online_add(m, acc, one);
-      }
-    };
-    for (int64_t i0 = t; i0 < s.body; i0 += kThreads * kTypedUnroll) {
-      Pack<T, kVec> pa[kTypedUnroll], pb[kTypedUnroll];
-#pragma unroll
-      for (int u = 0; u < kTypedUnroll; ++u) {
-        const int64_t i = i0 + u * kThreads;
-        if (i < s.body) {
-          pa[u] = a_body[i];
-          if constexpr (kBackward) pb[u] = b_body[i];
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kTypedUnroll; ++u) {
-        if (i0 + u * kThreads >= s.body) break;
+    if constexpr (kPass != TypedPass::kApply) {
+      // Pass 1. The pack index is 64-bit: with one element an access a row has up to 2^31 - 1
+      // packs, and a 32-bit index stepped past the last would wrap.
+      auto take = [&](float va, float vb) {
         if constexpr (kBackward) {
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) take(Elem<T>::in(pa[u].v[e]), Elem<T>::in(pb[u].v[e]));
+          acc = fmaf(va, vb, acc);
         } else {
-          float v[kVec];
+          float one[1] = {va};
+          online_add(m, acc, one);
+        }
+      };
+      for (int64_t i0 = begin + t; i0 < end; i0 += kThreads * kTypedUnroll) {
+        Pack<T, kVec> pa[kTypedUnroll], pb[kTypedUnroll];
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) v[e] = Elem<T>::in(pa[u].v[e]);
-          online_add(m, acc, v);
+        for (int u = 0; u < kTypedUnroll; ++u) {
+          const int64_t i = i0 + u * kThreads;
+          if (i < end) {
+            pa[u] = a_body[i];
+            if constexpr (kBackward) pb[u] = b_body[i];
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kTypedUnroll; ++u) {
+          if (i0 + u * kThreads >= end) break;
+          if constexpr (kBackward) {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) take(Elem<T>::in(pa[u].v[e]), Elem<T>::in(pb[u].v[e]));
+          } else {
+            float v[kVec];
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) v[e] = Elem<T>::in(pa[u].v[e]);
+            online_add(m, acc, v);
+          }
         }
       }
-    }
-    if (has_head) take(Elem<T>::in(a[offset + t]), kBackward ? Elem<T>::in(b[offset + t]) : 0.f);
-    if (has_tail) {
-      take(Elem<T>::in(a[tail_at + t]), kBackward ? Elem<T>::in(b[tail_at + t]) : 0.f);
+      if (has_head) take(Elem<T>::in(a[offset + t]), kBackward ? Elem<T>::in(b[offset + t]) : 0.f);
+      if (has_tail) {
+        take(Elem<T>::in(a[tail_at + t]), kBackward ? Elem<T>::in(b[tail_at + t]) : 0.f);
+      }
+    } else {
+      // The row's pairs, one a thread (parts <= kThreads); the rest neutral.
+      if (t < parts) {
+        const float2 q = g_typed_spread[row * parts + t];
+        m = kBackward ? -INFINITY : q.x;
+        acc = kBackward ? q.x : q.y;
+      }
     }
     float scale_by = 0.f;  // forward: 1 / sum; backward: the dot product
     if constexpr (kBackward) {
@@ -482,6 +511,12 @@ __global__ void __launch_bounds__(kTypedTwoPassThreads)
     } else {
       block_reduce_pair<kThreads>(m, acc, pairs);
       scale_by = reciprocal(acc);
+    }
+    if constexpr (kPass == TypedPass::kPartials) {
+      if (t == 0)
+        g_typed_spread[unit] = kBackward ? make_float2(scale_by, 0.f) : make_float2(m, acc);
+      __syncthreads();  // `pairs` and `slots` are rewritten by the next unit
+      continue;
     }
     auto result = [&](float va, float vb) {
       if constexpr (kBackward) {
@@ -492,12 +527,12 @@ __global__ void __launch_bounds__(kTypedTwoPassThreads)
     };
 
     // Pass 2.
-    for (int64_t i0 = t; i0 < s.body; i0 += kThreads * kTypedUnroll) {
+    for (int64_t i0 = begin + t; i0 < end; i0 += kThreads * kTypedUnroll) {
       Pack<T, kVec> pa[kTypedUnroll], pb[kTypedUnroll];
 #pragma unroll
       for (int u = 0; u < kTypedUnroll; ++u) {
         const int64_t i = i0 + u * kThreads;
-        if (i < s.body) {
+        if (i < end) {
           pa[u] = a_body[i];
           if constexpr (kBackward) pb[u] = b_body[i];
         }
@@ -505,7 +540,7 @@ __global__ void __launch_bounds__(kTypedTwoPassThreads)
 #pragma unroll
       for (int u = 0; u < kTypedUnroll; ++u) {
         const int64_t i = i0 + u * kThreads;
-        if (i >= s.body) break;
+        if (i >= end) break;
         Pack<T, kVec> po;
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
