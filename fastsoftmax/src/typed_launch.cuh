@@ -377,10 +377,13 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
     if (words && packs <= (kBackward ? 512 : 1024) * kWords) {
       note("typed_block",
            "rows a block of 128-1024 threads holds in registers in their dtype: a block a row");
-      if (packs <= 128 * kWords) {
-        return with_packs<kMax / 4 + 1, kWords>(per(128), [&](auto p) {
-          launch_typed_words<T, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
-        });
+      if constexpr (kBackward) {  // the forward's words start past blocks of 128
+        if (packs <= 128 * kWords) {
+          return with_packs<kMax / 4 + 1, kWords>(per(128), [&](auto p) {
+            launch_typed_words<T, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols,
+                                                                      stream);
+          });
+        }
       }
       if (packs <= 256 * kWords) {
         return with_packs<kWords / 2 + 1, kWords>(per(256), [&](auto p) {
