@@ -243,6 +243,8 @@ const Case kForward16[] = {
     {"scalar_block", 200, 3000, 1, 1, 2, "typed_block", false},
     {"scalar_two_pass", 10, 40000, 1, 1, 2, "typed_two_pass", false},
     {"in_place", 300, 1000, 3, 3, 3, "typed_warp", true, 1},
+    {"in_place_words", 200, 20001, 3, 3, 3, "typed_block", true, 1},
+    {"in_place_spread", 1, 1900003, 3, 3, 3, "typed_spread", true, 1},
     {"in_place_cluster", 10, 40003, 3, 3, 3, "typed_smem", true, 1},
     {"head_and_tail_only", 1000, 3, 6, 6, 6, "typed_group", true},  // 2 head, no pack, 1 tail
 };
@@ -284,6 +286,7 @@ const Case kBackward32[] = {
     {"smem_alone_cluster16_unaligned", 2, 300001, 2, 2, 2, "typed_smem", true},
     {"spread_unaligned", 2, 500001, 2, 2, 2, "typed_spread", true},
     {"spread_eight_rows", 8, 500000, 0, 0, 0, "typed_spread", true},
+    {"in_place_y_spread", 1, 500001, 2, 2, 2, "typed_spread", true, 2},
     {"scalar_block", 200, 1000, 1, 2, 3, "typed_block", false},
     {"in_place_dy", 100, 999, 1, 1, 1, "typed_warp", true, 1},
 };
