@@ -16,22 +16,12 @@
 #include "common/step_table.h"
 #include "fastsoftmax/softmax.h"
 #include "gpu_test.h"
+#include "refusal.h"
 
 namespace {
 
-using fastsoftmax::Error;
 
-// The message of the Error of kind kInvalidArgument thrown by `call`, or "" if none was.
-template <typename F>
-std::string refusal(F&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    if (e.kind() == Error::Kind::kInvalidArgument) return e.what();
-    return std::string("unexpected CUDA error: ") + e.what();
-  }
-  return "";
-}
+using softmax::testing::refusal;  // tests/refusal.h
 
 // A stand-in address: the checks below refuse before any memory is touched.
 float* fake(uintptr_t offset = 0) { return reinterpret_cast<float*>((uintptr_t(1) << 20) + offset); }

@@ -27,10 +27,10 @@
 #include "common/reference.h"
 #include "fastsoftmax/softmax.h"
 #include "gpu_test.h"
+#include "refusal.h"
 
 namespace {
 
-using fastsoftmax::Error;
 
 template <typename T>
 struct DType;
@@ -377,16 +377,7 @@ TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {
 }
 
 // Host-side checks: refused before any memory is touched, so no GPU is needed.
-template <typename F>
-std::string refusal(F&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    if (e.kind() == Error::Kind::kInvalidArgument) return e.what();
-    return std::string("unexpected CUDA error: ") + e.what();
-  }
-  return "";
-}
+using softmax::testing::refusal;
 template <typename T>
 T* fake(uintptr_t byte_offset = 0) {
   return reinterpret_cast<T*>((uintptr_t(1) << 20) + byte_offset);
