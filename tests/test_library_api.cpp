@@ -20,7 +20,6 @@
 
 namespace {
 
-
 using softmax::testing::refusal;  // tests/refusal.h
 
 // A stand-in address: the checks below refuse before any memory is touched.

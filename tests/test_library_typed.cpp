@@ -31,7 +31,6 @@
 
 namespace {
 
-
 template <typename T>
 struct DType;
 template <>
