@@ -229,11 +229,12 @@ const Case kForward16[] = {
     {"words512x8", 200, 32768, 0, 0, 0, "typed_block", true},
     {"words1024x5_unaligned", 200, 33001, 3, 3, 3, "typed_block", true},
     {"smem_cta_a_row", 100, 20000, 0, 0, 0, "typed_smem", true},
-    {"smem_512_threads_cta_a_row", 100, 40000, 0, 0, 0, "typed_smem", true},
+    {"words_cluster_was_smem_512_threads_cta_a_row", 100, 40000, 0, 0, 0, "typed_words_cluster",
+     true},
     {"smem_256_threads_cluster4", 20, 20000, 0, 0, 0, "typed_smem", true},
-    {"smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_smem", true},
-    {"smem_few_rows_cluster3", 40, 40000, 0, 0, 0, "typed_smem", true},
-    {"smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_smem", true},
+    {"words_cluster_was_smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_words_cluster", true},
+    {"words_cluster_was_smem_few_rows_cluster3", 40, 40000, 0, 0, 0, "typed_words_cluster", true},
+    {"words_cluster_was_smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_words_cluster", true},
     {"smem_cluster16_4_rows", 4, 600001, 0, 0, 0, "typed_smem", true},
     {"smem_alone_cluster16", 2, 1000003, 0, 0, 0, "typed_smem", true},
     {"spread_unaligned", 2, 1900003, 3, 3, 3, "typed_spread", true},
@@ -244,7 +245,7 @@ const Case kForward16[] = {
     {"in_place", 300, 1000, 3, 3, 3, "typed_warp", true, 1},
     {"in_place_words", 200, 20001, 3, 3, 3, "typed_block", true, 1},
     {"in_place_spread", 1, 1900003, 3, 3, 3, "typed_spread", true, 1},
-    {"in_place_cluster", 10, 40003, 3, 3, 3, "typed_smem", true, 1},
+    {"in_place_cluster", 10, 40003, 3, 3, 3, "typed_words_cluster", true, 1},
     {"head_and_tail_only", 1000, 3, 6, 6, 6, "typed_group", true},  // 2 head, no pack, 1 tail
 };
 
@@ -257,9 +258,10 @@ const Case kBackward16[] = {
     {"words256x5", 140, 9000, 0, 0, 0, "typed_block", true},
     {"words256x8_unaligned", 140, 16001, 3, 3, 3, "typed_block", true},
     {"words512x8_unaligned", 140, 32767, 3, 3, 3, "typed_block", true},
-    {"smem_cluster2_two_rows_unaligned", 140, 40001, 3, 3, 3, "typed_smem", true},
-    {"smem_few_rows_cluster2", 50, 40003, 0, 0, 0, "typed_smem", true},
-    {"smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_smem", true},
+    {"words_cluster_was_smem_cluster2_two_rows_unaligned", 140, 40001, 3, 3, 3,
+     "typed_words_cluster", true},
+    {"words_cluster_was_smem_few_rows_cluster2", 50, 40003, 0, 0, 0, "typed_words_cluster", true},
+    {"words_cluster_was_smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_words_cluster", true},
     {"smem_alone_cluster16", 2, 600001, 0, 0, 0, "typed_smem", true},
     {"spread", 2, 1000003, 0, 0, 0, "typed_spread", true},
     {"in_place_dy_spread", 1, 1000003, 3, 3, 3, "typed_spread", true, 1},
@@ -267,8 +269,8 @@ const Case kBackward16[] = {
     {"scalar_two_pass", 10, 20001, 2, 1, 1, "typed_two_pass", false},
     {"in_place_dy", 100, 3001, 3, 3, 3, "typed_block", true, 1},
     {"in_place_dy_words", 140, 5001, 3, 3, 3, "typed_block", true, 1},
-    {"in_place_y_cluster", 10, 40001, 3, 3, 3, "typed_smem", true, 2},
-    {"in_place_dy_cluster", 10, 40001, 3, 3, 3, "typed_smem", true, 1},
+    {"in_place_y_cluster", 10, 40001, 3, 3, 3, "typed_words_cluster", true, 2},
+    {"in_place_dy_cluster", 10, 40001, 3, 3, 3, "typed_words_cluster", true, 1},
     {"head_and_tail_only", 1000, 3, 6, 6, 6, "typed_group", true},
 };
 
@@ -315,6 +317,31 @@ TEST_F(TypedPaths, ForwardF16) { forward<__half>(kForward16); }
 TEST_F(TypedPaths, BackwardBf16) { backward<__nv_bfloat16>(kBackward16); }
 TEST_F(TypedPaths, BackwardF16) { backward<__half>(kBackward16); }
 TEST_F(TypedPaths, BackwardF32) { backward<float>(kBackward32); }
+
+// The same shapes with the word clusters off (FASTSOFTMAX_TYPED_CLUSTER_WORDS=0): typed_smem.
+const Case kSmemForward16[] = {
+    {"smem_512_threads_cta_a_row", 120, 40000, 0, 0, 0, "typed_smem", true},
+    {"smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_smem", true},
+    {"smem_few_rows_cluster3", 40, 40000, 0, 0, 0, "typed_smem", true},
+    {"smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_smem", true},
+    {"in_place_cluster", 10, 40003, 3, 3, 3, "typed_smem", true, 1},
+};
+const Case kSmemBackward16[] = {
+    {"smem_cluster2_two_rows_unaligned", 140, 40001, 3, 3, 3, "typed_smem", true},
+    {"smem_few_rows_cluster2", 50, 40003, 0, 0, 0, "typed_smem", true},
+    {"smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_smem", true},
+    {"in_place_y_cluster", 10, 40001, 3, 3, 3, "typed_smem", true, 2},
+    {"in_place_dy_cluster", 10, 40001, 3, 3, 3, "typed_smem", true, 1},
+};
+
+TEST_F(TypedPaths, SmemWithoutWordClusters) {
+  setenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS", "0", 1);
+  struct Restore {
+    ~Restore() { unsetenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS"); }
+  } restore;
+  forward<__nv_bfloat16>(kSmemForward16);
+  backward<__half>(kSmemBackward16);
+}
 
 // With clusters turned off (set_clusters_enabled(false), as FASTSOFTMAX_NO_CLUSTERS does), a row
 // that one CTA holds takes one, on few rows too, and a longer one takes two passes.

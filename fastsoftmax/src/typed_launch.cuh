@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -70,7 +71,7 @@ void launch_typed_words(const T* a, const T* b, T* out, int rows, int cols, cuda
   }
   if (recorded(rows, kThreads)) return;
   typed_words_kernel<T, kThreads, kPacks, kBackward>
-      <<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(a, b, out, rows, cols);
+      <<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(a, b, out, rows, cols, 0);
   FS_CHECK_LAUNCH();
 }
 
@@ -227,6 +228,60 @@ int64_t typed_clusters_that_fit(Kernel kernel, int threads, int ctas, size_t byt
   return cache.emplace(key, clusters).first->second;
 }
 
+// Experiment switch (this branch only): FASTSOFTMAX_TYPED_CLUSTER_WORDS=0 turns the word clusters
+// off (rows go on to typed_smem); =early has the forward take them past 4096 packs instead of
+// blocks of 1024.
+inline int typed_cluster_words_mode() {
+  const char* v = std::getenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS");  // read each call: tests set it
+  if (v == nullptr) return 1;
+  return std::string(v) == "0" ? 0 : std::string(v) == "early" ? 2 : 1;
+}
+
+// Word blocks across a cluster (typed_words_kernel with kCluster): CTAs of 512 threads holding up
+// to 8 packs a thread forward (4096 packs, 32K elements a CTA) or 4 of each stream backward (2048
+// packs), two CTAs an SM; a row takes the fewest CTAs that hold it, 2 to 16. False where that is
+// not 2-16 CTAs, clusters are not usable, or none fits (the caller goes on to typed_smem).
+template <typename T, bool kBackward>
+bool launch_typed_words_cluster(const T* a, const T* b, T* out, int rows, int cols, int64_t packs,
+                                cudaStream_t stream) {
+  constexpr int kThreads = 512;
+  constexpr int kMaxPacks = kBackward ? 4 : 8;
+  constexpr int64_t kPerCta = int64_t(kThreads) * kMaxPacks;
+  const int64_t ctas = (packs + kPerCta - 1) / kPerCta;
+  if (ctas < 2 || ctas > kTypedMaxCluster || !clusters_usable() || typed_cluster_words_mode() == 0)
+    return false;
+  const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
+  bool launched = false;
+  with_packs<kMaxPacks / 2 + 1, kMaxPacks>((chunk + kThreads - 1) / kThreads, [&](auto p) {
+    constexpr int P = decltype(p)::value;
+    const auto kernel = typed_words_kernel<T, kThreads, P, kBackward, true>;
+    // Clusters of 9-16 are not portable: where the GPU refuses them, none fit.
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+        cudaSuccess)
+      (void)cudaGetLastError();
+    const int64_t fit = typed_clusters_that_fit(kernel, kThreads, static_cast<int>(ctas), 0);
+    if (fit == 0) return;
+    launched = true;
+    note("typed_words_cluster",
+         "rows past a block's registers that 2-16 CTAs hold in registers in their dtype: a "
+         "cluster a row");
+    if (recording()) {
+      name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") +
+                  ", clusters of " + std::to_string(ctas) + " CTAs of " + std::to_string(kThreads) +
+                  " threads a row, " + std::to_string(P) +
+                  " packs of 8 a thread held in the dtype");
+    }
+    const int64_t rounds = (rows + fit - 1) / fit;
+    const int64_t blocks = (rows + rounds - 1) / rounds * ctas;
+    if (recorded(blocks, kThreads)) return;
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg =
+        typed_cluster_config(blocks, static_cast<int>(ctas), kThreads, 0, stream, &attr);
+    FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, chunk));
+  });
+  return launched;
+}
+
 struct TypedSmemPlan {
   bool async = false;  // cp.async for the whole part (clusters), else through registers
   int threads = 0;     // a CTA's
@@ -374,7 +429,8 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
   const bool words = sizeof(T) == 2 && (kBackward || (!alone && packs > 128 * kMax));
   constexpr int kWords = 8;
   if constexpr (sizeof(T) == 2) {
-    if (words && packs <= (kBackward ? 512 : 1024) * kWords) {
+    const int64_t single = (kBackward || typed_cluster_words_mode() == 2 ? 512 : 1024) * kWords;
+    if (words && packs <= single) {
       note("typed_block",
            "rows a block of 128-1024 threads holds in registers in their dtype: a block a row");
       if constexpr (kBackward) {  // the forward's words start past blocks of 128
@@ -425,6 +481,9 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
       note("typed_block", "rows a block of 1024 threads holds in registers: a block a row");
       return launch_typed_rows<T, kVec, 1024, 4, kBackward>(a, b, out, rows, cols, stream);
     }
+  }
+  if constexpr (sizeof(T) == 2) {
+    if (launch_typed_words_cluster<T, kBackward>(a, b, out, rows, cols, packs, stream)) return;
   }
   const TypedSmemPlan plan = plan_typed_smem<T, kVec, kBackward>(rows, cols);
   if (plan.ctas > 0) {

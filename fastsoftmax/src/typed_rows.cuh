@@ -20,6 +20,7 @@
 // Forward: y = exp(x - max) / sum exp(x - max). Backward: dx = y * (dy - sum(dy * y)).
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -315,23 +316,60 @@ __host__ __device__ constexpr int typed_words_min_blocks() {
 // kBackward = false: out = softmax(a). kBackward = true: a = y, b = dy, out = dx. In place allowed
 // (each element is read, then written, by the thread that holds it). A block a row, kPacks packs a
 // thread (pack t, t + kThreads, ...) and its head and tail element (at most 7 of each: one a
-// thread).
-template <typename T, int kThreads, int kPacks, bool kBackward>
+// thread). kCluster (sm_90): a cluster of C CTAs a row, CTA r holding packs [r * chunk, (r + 1) *
+// chunk) of the body (CTA 0 also the head and tail); each reduction goes over the block, then
+// over the cluster: every CTA publishes its value, one cluster barrier, and every thread combines
+// all C in rank order through distributed shared memory (every CTA gets the same bits).
+template <typename T, int kThreads, int kPacks, bool kBackward, bool kCluster = false>
 __global__ void __launch_bounds__(
     kThreads, typed_words_min_blocks<kThreads, 4 * kPacks*(kBackward ? 2 : 1)>())
     typed_words_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
-                       int rows, int cols) {
+                       int rows, int cols, int chunk) {
   static_assert(sizeof(T) == 2 && kThreads >= 128, "16-bit packs in blocks");
   constexpr int kVec = 8;
   __shared__ float slots[2][kThreads / kWarpSize];
+  __shared__ float published[2][2];  // this CTA's max and sum (or dot), by row parity
+  (void)published;
+  int ctas = 1, rank = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  [[maybe_unused]] const cg::cluster_group cluster = cg::this_cluster();
+  if constexpr (kCluster) {
+    ctas = static_cast<int>(cluster.num_blocks());
+    rank = static_cast<int>(cluster.block_rank());
+  }
+#endif
+  // The block's max or sum, then (kCluster) the cluster's.
+  auto row_reduce = [&](float v, int which, int parity, bool is_max) {
+    v = is_max ? block_all_reduce<kThreads, true>(v, slots[which])
+               : block_all_reduce<kThreads, false>(v, slots[which]);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (kCluster) {
+      if (threadIdx.x == 0) published[which][parity] = v;
+      cluster.sync();
+      v = is_max ? -INFINITY : 0.f;
+      for (int q = 0; q < ctas; ++q) {
+        const float p = *cluster.map_shared_rank(&published[which][parity], q);
+        v = is_max ? fmaxf(v, p) : v + p;
+      }
+    }
+#endif
+    return v;
+  };
   const int t = threadIdx.x;
   const unsigned fill = kBackward ? 0u : minus_infinity_word<T>();
   const float edge_fill = kBackward ? 0.f : -INFINITY;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+  const int64_t step = gridDim.x / ctas;
+  int parity = 0;
+  for (int64_t row = blockIdx.x / ctas; row < rows; row += step, parity ^= 1) {
     const int64_t offset = row * cols;
     const TypedSplit<T, kVec> s(a + offset, cols, true);
-    const auto* a_body = reinterpret_cast<const uint4*>(a + offset + s.head);
-    const auto* b_body = reinterpret_cast<const uint4*>(b + offset + s.head);
+    // This CTA's packs of the body: [begin, end) (all of them without a cluster).
+    const int begin = kCluster ? min(s.body, rank * chunk) : 0;
+    const int end = kCluster ? min(s.body, begin + chunk) : s.body;
+    const auto* a_body = reinterpret_cast<const uint4*>(a + offset + s.head) + begin;
+    const auto* b_body = reinterpret_cast<const uint4*>(b + offset + s.head) + begin;
+    const int count = end - begin;
     const int64_t tail_at = offset + s.head + int64_t(s.body) * kVec;
     uint4 wa[kPacks], wb[kBackward ? kPacks : 1];
 #pragma unroll
@@ -339,12 +377,12 @@ __global__ void __launch_bounds__(
       const int i = t + k * kThreads;
       wa[k] = make_uint4(fill, fill, fill, fill);
       if constexpr (kBackward) wb[k] = wa[k];
-      if (i < s.body) {
+      if (i < count) {
         wa[k] = a_body[i];
         if constexpr (kBackward) wb[k] = b_body[i];
       }
     }
-    const bool has_head = t < s.head, has_tail = t < s.tail;
+    const bool has_head = rank == 0 && t < s.head, has_tail = rank == 0 && t < s.tail;
     const float ha = has_head ? Elem<T>::in(a[offset + t]) : edge_fill;
     const float ta = has_tail ? Elem<T>::in(a[tail_at + t]) : edge_fill;
     float hb = 0.f, tb = 0.f;
@@ -352,13 +390,13 @@ __global__ void __launch_bounds__(
       hb = has_head ? Elem<T>::in(b[offset + t]) : 0.f;
       tb = has_tail ? Elem<T>::in(b[tail_at + t]) : 0.f;
     }
-    auto* o_body = reinterpret_cast<uint4*>(out + offset + s.head);
+    auto* o_body = reinterpret_cast<uint4*>(out + offset + s.head) + begin;
     // out = f(a, b) for every value this thread holds; the words pass through `selector` first.
     auto write = [&](unsigned selector, auto f) {
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
         const int i = t + k * kThreads;
-        if (i < s.body) {
+        if (i < count) {
           unsigned o[4];
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
@@ -376,7 +414,7 @@ __global__ void __launch_bounds__(
       float m = -INFINITY;
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) m = fmaxf(m, words_max<T>(wa[k]));
-      m = block_all_reduce<kThreads, true>(fmaxf(m, fmaxf(ha, ta)), slots[0]);
+      m = row_reduce(fmaxf(m, fmaxf(ha, ta)), 0, parity, true);
       const unsigned by_max = pass_selector(m);
       float sum = 0.f;
 #pragma unroll
@@ -389,7 +427,7 @@ __global__ void __launch_bounds__(
         }
       sum += exp_(ha - m);
       sum += exp_(ta - m);
-      const float inv = reciprocal(block_all_reduce<kThreads, false>(sum, slots[1]));
+      const float inv = reciprocal(row_reduce(sum, 1, parity, false));
       write(pass_selector(inv), [&](float x, float) { return exp_(x - m) * inv; });
     } else {
       float dot = 0.f;
@@ -403,12 +441,16 @@ __global__ void __launch_bounds__(
         }
       dot = fmaf(ha, hb, dot);
       dot = fmaf(ta, tb, dot);
-      dot = block_all_reduce<kThreads, false>(dot, slots[0]);
+      dot = row_reduce(dot, 0, parity, false);
       write(pass_selector(dot), [&](float y, float g) { return y * (g - dot); });
     }
     // The next row reuses `slots`: every warp must be past this row's reads of them.
     __syncthreads();
   }
+  // A peer may still be reading this CTA's last published values.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (kCluster) cluster.sync();
+#endif
 }
 
 // Two passes, a few packs a thread in flight per step. Forward: an online (max, sum) per thread,
