@@ -486,7 +486,12 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
     if (launch_typed_words_cluster<T, kBackward>(a, b, out, rows, cols, packs, stream)) return;
   }
   const TypedSmemPlan plan = plan_typed_smem<T, kVec, kBackward>(rows, cols);
-  if (plan.ctas > 0) {
+  // Experiment (this branch): FASTSOFTMAX_TYPED_SPREAD_FEW=N spreads the rows (typed_spread)
+  // where typed_smem would run fewer than N CTAs in all (rows x CTAs a row); unset or 0: never.
+  const char* few = std::getenv("FASTSOFTMAX_TYPED_SPREAD_FEW");
+  const bool spread_few =
+      few != nullptr && plan.ctas > 0 && int64_t(rows) * plan.ctas < std::atoll(few);
+  if (plan.ctas > 0 && !spread_few) {
     note("typed_smem",
          "rows past a block's registers that up to 16 CTAs hold in shared memory: a cluster a "
          "row, the row in shared memory in its dtype");
@@ -498,6 +503,10 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
          "few rows longer than 16 CTAs hold in shared memory: several blocks a row, partial "
          "results through global memory, the row read twice");
     return launch_typed_spread<T, kVec, kBackward>(a, b, out, rows, cols, parts, stream);
+  }
+  if (plan.ctas > 0) {
+    note("typed_smem", "rows past a block's registers that up to 16 CTAs hold in shared memory");
+    return launch_typed_smem<T, kVec, kBackward>(plan, a, b, out, rows, cols, stream);
   }
   note("typed_two_pass",
        "rows longer than 16 CTAs hold in shared memory: a block a row, the row read twice");
