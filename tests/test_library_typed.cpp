@@ -282,8 +282,8 @@ const Case kBackward32[] = {
     {"block128x6_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
     {"block256x6", 100, 6001, 0, 0, 0, "typed_block", true},
     {"block1024x4", 40, 16000, 0, 0, 0, "typed_block", true},
-    {"smem_few_rows_cluster3", 40, 20000, 0, 0, 0, "typed_smem", true},
-    {"smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_smem", true},
+    {"words_cluster_was_smem_few_rows_cluster3", 40, 20000, 0, 0, 0, "typed_words_cluster", true},
+    {"words_cluster_was_smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_words_cluster", true},
     {"smem_alone_cluster16_unaligned", 2, 300001, 2, 2, 2, "typed_smem", true},
     {"spread_unaligned", 2, 500001, 2, 2, 2, "typed_spread", true},
     {"spread_eight_rows", 8, 500000, 0, 0, 0, "typed_spread", true},
@@ -334,6 +334,11 @@ const Case kSmemBackward16[] = {
     {"in_place_dy_cluster", 10, 40001, 3, 3, 3, "typed_smem", true, 1},
 };
 
+const Case kSmemBackward32[] = {
+    {"smem_few_rows_cluster3", 40, 20000, 0, 0, 0, "typed_smem", true},
+    {"smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_smem", true},
+};
+
 TEST_F(TypedPaths, SmemWithoutWordClusters) {
   setenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS", "0", 1);
   struct Restore {
@@ -341,6 +346,7 @@ TEST_F(TypedPaths, SmemWithoutWordClusters) {
   } restore;
   forward<__nv_bfloat16>(kSmemForward16);
   backward<__half>(kSmemBackward16);
+  backward<float>(kSmemBackward32);
 }
 
 // With clusters turned off (set_clusters_enabled(false), as FASTSOFTMAX_NO_CLUSTERS does), a row

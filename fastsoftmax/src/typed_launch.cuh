@@ -239,8 +239,9 @@ inline int typed_cluster_words_mode() {
 
 // Word blocks across a cluster (typed_words_kernel with kCluster): CTAs of 512 threads holding up
 // to 8 packs a thread forward (4096 packs, 32K elements a CTA) or 4 of each stream backward (2048
-// packs), two CTAs an SM; a row takes the fewest CTAs that hold it, 2 to 16. False where that is
-// not 2-16 CTAs, clusters are not usable, or none fits (the caller goes on to typed_smem).
+// packs: 16K elements in 16-bit, 8K in float32), two CTAs an SM; a row takes the fewest CTAs that
+// hold it, 2 to 16. False where that is not 2-16 CTAs, clusters are not usable, or none fits (the
+// caller goes on to typed_smem).
 template <typename T, bool kBackward>
 bool launch_typed_words_cluster(const T* a, const T* b, T* out, int rows, int cols, int64_t packs,
                                 cudaStream_t stream) {
@@ -268,8 +269,8 @@ bool launch_typed_words_cluster(const T* a, const T* b, T* out, int rows, int co
     if (recording()) {
       name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") +
                   ", clusters of " + std::to_string(ctas) + " CTAs of " + std::to_string(kThreads) +
-                  " threads a row, " + std::to_string(P) +
-                  " packs of 8 a thread held in the dtype");
+                  " threads a row, " + std::to_string(P) + " packs of " +
+                  std::to_string(16 / sizeof(T)) + " a thread held in the dtype");
     }
     const int64_t rounds = (rows + fit - 1) / fit;
     const int64_t blocks = (rows + rounds - 1) / rounds * ctas;
@@ -482,7 +483,7 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
       return launch_typed_rows<T, kVec, 1024, 4, kBackward>(a, b, out, rows, cols, stream);
     }
   }
-  if constexpr (sizeof(T) == 2) {
+  if constexpr (sizeof(T) == 2 || kBackward) {
     if (launch_typed_words_cluster<T, kBackward>(a, b, out, rows, cols, packs, stream)) return;
   }
   const TypedSmemPlan plan = plan_typed_smem<T, kVec, kBackward>(rows, cols);

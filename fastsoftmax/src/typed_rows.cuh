@@ -297,6 +297,20 @@ __device__ __forceinline__ float words_max(const uint4& p) {
   const T2 m = __hmax2(__hmax2(h[0], h[1]), __hmax2(h[2], h[3]));
   return fmaxf(__low2float(m), __high2float(m));
 }
+// Float32 rows (the backward) use the same kernel: a word is one value, nothing to convert.
+template <typename T>
+__host__ __device__ constexpr int values_a_word() {
+  return sizeof(T) == 2 ? 2 : 1;
+}
+template <typename T>
+__device__ __forceinline__ float word_value(unsigned w, int h) {
+  if constexpr (sizeof(T) == 4) {
+    return __uint_as_float(w);
+  } else {
+    return h == 0 ? word_lo<T>(w) : word_hi<T>(w);
+  }
+}
+
 // A word of two -inf (the forward's padding: no part in the max or the sum).
 template <typename T>
 __device__ __forceinline__ unsigned minus_infinity_word() {
@@ -325,8 +339,10 @@ __global__ void __launch_bounds__(
     kThreads, typed_words_min_blocks<kThreads, 4 * kPacks*(kBackward ? 2 : 1)>())
     typed_words_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                        int rows, int cols, int chunk) {
-  static_assert(sizeof(T) == 2 && kThreads >= 128, "16-bit packs in blocks");
-  constexpr int kVec = 8;
+  static_assert((sizeof(T) == 2 || kBackward) && kThreads >= 128,
+                "16-bit packs, or the float32 backward, in blocks");
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kPerWord = values_a_word<T>();
   __shared__ float slots[2][kThreads / kWarpSize];
   __shared__ float published[2][2];  // this CTA's max and sum (or dot), by row parity
   (void)published;
@@ -400,9 +416,22 @@ __global__ void __launch_bounds__(
           unsigned o[4];
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            const unsigned x = word_at(wa[k], j, selector);
-            const unsigned y = kBackward ? word_at(wb[k], j, selector) : 0u;
-            o[j] = word_of<T>(f(word_lo<T>(x), word_lo<T>(y)), f(word_hi<T>(x), word_hi<T>(y)));
+            if constexpr (kPerWord == 1) {  // float32: no conversion for ptxas to share
+              o[j] = __float_as_uint(f(word_value<T>(j == 0   ? wa[k].x
+                                                     : j == 1 ? wa[k].y
+                                                     : j == 2 ? wa[k].z
+                                                              : wa[k].w,
+                                                     0),
+                                       word_value<T>(j == 0   ? wb[k].x
+                                                     : j == 1 ? wb[k].y
+                                                     : j == 2 ? wb[k].z
+                                                              : wb[k].w,
+                                                     0)));
+            } else {
+              const unsigned x = word_at(wa[k], j, selector);
+              const unsigned y = kBackward ? word_at(wb[k], j, selector) : 0u;
+              o[j] = word_of<T>(f(word_lo<T>(x), word_lo<T>(y)), f(word_hi<T>(x), word_hi<T>(y)));
+            }
           }
           o_body[i] = make_uint4(o[0], o[1], o[2], o[3]);
         }
@@ -436,8 +465,9 @@ __global__ void __launch_bounds__(
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const unsigned y = word_at(wa[k], j, 0x3210u), g = word_at(wb[k], j, 0x3210u);
-          dot = fmaf(word_lo<T>(y), word_lo<T>(g), dot);
-          dot = fmaf(word_hi<T>(y), word_hi<T>(g), dot);
+#pragma unroll
+          for (int h = 0; h < kPerWord; ++h)
+            dot = fmaf(word_value<T>(y, h), word_value<T>(g, h), dot);
         }
       dot = fmaf(ha, hb, dot);
       dot = fmaf(ta, tb, dot);
