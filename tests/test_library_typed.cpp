@@ -320,7 +320,7 @@ TEST_F(TypedPaths, BackwardF32) { backward<float>(kBackward32); }
 
 // The same shapes with the word clusters off (FASTSOFTMAX_TYPED_CLUSTER_WORDS=0): typed_smem.
 const Case kSmemForward16[] = {
-    {"smem_512_threads_cta_a_row", 120, 40000, 0, 0, 0, "typed_smem", true},
+    {"smem_512_threads_cta_a_row", 100, 40000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_smem", true},
     {"smem_few_rows_cluster3", 40, 40000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_smem", true},
