@@ -415,7 +415,14 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
       return launch_typed_rows<T, kVec, 16, 1, kBackward>(a, b, out, rows, cols, stream);
     return launch_typed_rows<T, kVec, 32, 1, kBackward>(a, b, out, rows, cols, stream);
   }
-  if (packs <= 32 * kMax) {
+  // Experiment (this branch): FASTSOFTMAX_TYPED_WARP_MAX=P caps the 16-bit forward's warps at P
+  // packs a lane (2-8); longer rows take blocks of 128 from 2 packs a thread.
+  int warp_max = kMax;
+  if constexpr (sizeof(T) == 2 && !kBackward) {
+    if (const char* v = std::getenv("FASTSOFTMAX_TYPED_WARP_MAX"))
+      warp_max = std::max(2, std::min(kMax, std::atoi(v)));
+  }
+  if (packs <= 32 * warp_max) {
     note("typed_warp", "rows a warp holds in registers: a warp a row, 2 or more packs a lane");
     return with_packs<2, kMax>(per(32), [&](auto p) {
       launch_typed_rows<T, kVec, 32, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
@@ -463,10 +470,11 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
     if (!words && packs <= 256 * kMax) {
       note("typed_block", "rows a block of 128 or 256 threads holds in registers: a block a row");
       if (packs <= 128 * kMax) {
-        return with_packs<kMax / 4 + 1, kMax>(per(128), [&](auto p) {
-          launch_typed_rows<T, kVec, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols,
-                                                                         stream);
-        });
+        return with_packs<(sizeof(T) == 2 && !kBackward ? 2 : kMax / 4 + 1), kMax>(
+            per(128), [&](auto p) {
+              launch_typed_rows<T, kVec, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols,
+                                                                             stream);
+            });
       }
       return with_packs<kMax / 2 + 1, kMax>(per(256), [&](auto p) {
         launch_typed_rows<T, kVec, 256, decltype(p)::value, kBackward>(a, b, out, rows, cols,
