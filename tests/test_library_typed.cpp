@@ -250,6 +250,7 @@ const Case kForward16[] = {
 };
 
 const Case kBackward16[] = {
+    {"words_cluster13_8_packs_unaligned", 4, 400001, 3, 3, 3, "typed_words_cluster", true},
     {"group4_unaligned", 3000, 29, 3, 3, 3, "typed_group", true},
     {"group32", 2000, 250, 0, 0, 0, "typed_group", true},
     {"warp4_unaligned", 500, 1001, 3, 3, 3, "typed_warp", true},
@@ -275,6 +276,7 @@ const Case kBackward16[] = {
 };
 
 const Case kBackward32[] = {
+    {"words_cluster16_8_packs_unaligned", 8, 262147, 2, 2, 2, "typed_words_cluster", true},
     {"group1", 5000, 1, 0, 0, 0, "typed_group", true},
     {"group2_unaligned", 3000, 7, 1, 1, 1, "typed_group", true},
     {"warp2", 700, 200, 0, 0, 0, "typed_warp", true},

@@ -242,11 +242,10 @@ inline int typed_cluster_words_mode() {
 // packs: 16K elements in 16-bit, 8K in float32), two CTAs an SM; a row takes the fewest CTAs that
 // hold it, 2 to 16. False where that is not 2-16 CTAs, clusters are not usable, or none fits (the
 // caller goes on to typed_smem).
-template <typename T, bool kBackward>
-bool launch_typed_words_cluster(const T* a, const T* b, T* out, int rows, int cols, int64_t packs,
-                                cudaStream_t stream) {
+template <typename T, bool kBackward, int kMaxPacks>
+bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int cols,
+                                   int64_t packs, cudaStream_t stream) {
   constexpr int kThreads = 512;
-  constexpr int kMaxPacks = kBackward ? 4 : 8;
   constexpr int64_t kPerCta = int64_t(kThreads) * kMaxPacks;
   const int64_t ctas = (packs + kPerCta - 1) / kPerCta;
   if (ctas < 2 || ctas > kTypedMaxCluster || !clusters_usable() || typed_cluster_words_mode() == 0)
@@ -281,6 +280,19 @@ bool launch_typed_words_cluster(const T* a, const T* b, T* out, int rows, int co
     FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, chunk));
   });
   return launched;
+}
+
+// The backward tries CTAs of 4 packs of each stream (two an SM), then of 8 (one an SM: 16
+// CTAs then hold 256K floats or 512K 16-bit values); the forward CTAs of 8 packs.
+template <typename T, bool kBackward>
+bool launch_typed_words_cluster(const T* a, const T* b, T* out, int rows, int cols, int64_t packs,
+                                cudaStream_t stream) {
+  if constexpr (kBackward) {
+    if (launch_typed_words_cluster_of<T, true, 4>(a, b, out, rows, cols, packs, stream))
+      return true;
+    if ((packs + 2047) / 2048 <= kTypedMaxCluster) return false;  // fit failed, not the length
+  }
+  return launch_typed_words_cluster_of<T, kBackward, 8>(a, b, out, rows, cols, packs, stream);
 }
 
 struct TypedSmemPlan {
