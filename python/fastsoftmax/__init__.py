@@ -70,9 +70,17 @@ torch.library.register_autograd("fastsoftmax::softmax_backward", _double_backwar
                                 setup_context=_backward_setup)
 
 
+_softmax_op = torch.ops.fastsoftmax.softmax.default
+
+
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """torch.softmax(x, dim) for dim the last dimension, on a CUDA tensor of float32, float16 or
     bfloat16. Differentiable. Raises TypeError or ValueError naming the problem otherwise."""
+    # The common call first, in as few Python operations as it takes (host time a call counts at
+    # small shapes); anything else goes through the checks below.
+    if type(dim) is int and dim == -1 and isinstance(x, torch.Tensor) and x.is_cuda and (
+            x.dtype in _DTYPES):
+        return _softmax_op(x)
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"fastsoftmax.softmax: x must be a torch.Tensor, got {type(x).__name__}")
     if isinstance(dim, bool):
@@ -91,4 +99,4 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     if x.dtype not in _DTYPES:
         raise TypeError(
             f"fastsoftmax.softmax: x must be float32, float16 or bfloat16, got {x.dtype}")
-    return torch.ops.fastsoftmax.softmax(x)
+    return _softmax_op(x)
