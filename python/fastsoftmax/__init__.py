@@ -6,8 +6,8 @@
 
 is torch.softmax(x, dim=-1) through the C++ library in this repository (fastsoftmax/): forward
 and backward kernels, all arithmetic in float32, launched on the current stream. The ops are
-registered with torch.library (torch.ops.fastsoftmax.softmax and .softmax_backward), with a fake
-kernel, so torch.compile(fullgraph=True) traces through them.
+registered with torch.library (torch.ops.fastsoftmax.softmax and .softmax_backward, softmax's
+autograd in C++), with a fake kernel, so torch.compile(fullgraph=True) traces through them.
 
 Inputs: any shape; the softmax is over the last dimension only. A non-contiguous input is copied
 to a contiguous one first (the output is contiguous). An empty tensor gives an empty result. CPU
@@ -50,15 +50,6 @@ def _softmax_backward_fake(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(y, memory_format=torch.contiguous_format)
 
 
-def _setup_context(ctx, inputs, output):
-    ctx.save_for_backward(output)
-
-
-def _backward(ctx, grad):
-    (y,) = ctx.saved_tensors
-    return torch.ops.fastsoftmax.softmax_backward(y, grad)
-
-
 def _backward_setup(ctx, inputs, output):
     ctx.save_for_backward(inputs[0], inputs[1])
 
@@ -73,14 +64,23 @@ def _double_backward(ctx, grad):
     return grad_y, grad_dy
 
 
-torch.library.register_autograd("fastsoftmax::softmax", _backward, setup_context=_setup_context)
+# softmax's own autograd is registered in C++ (csrc/ops.cpp): a Python one cost several
+# microseconds a call.
 torch.library.register_autograd("fastsoftmax::softmax_backward", _double_backward,
                                 setup_context=_backward_setup)
+
+
+_softmax_op = torch.ops.fastsoftmax.softmax.default
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """torch.softmax(x, dim) for dim the last dimension, on a CUDA tensor of float32, float16 or
     bfloat16. Differentiable. Raises TypeError or ValueError naming the problem otherwise."""
+    # The common call first, in as few Python operations as it takes (host time a call counts at
+    # small shapes); anything else goes through the checks below.
+    if type(dim) is int and dim == -1 and isinstance(x, torch.Tensor) and x.is_cuda and (
+            x.dtype in _DTYPES):
+        return _softmax_op(x)
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"fastsoftmax.softmax: x must be a torch.Tensor, got {type(x).__name__}")
     if isinstance(dim, bool):
@@ -99,4 +99,4 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     if x.dtype not in _DTYPES:
         raise TypeError(
             f"fastsoftmax.softmax: x must be float32, float16 or bfloat16, got {x.dtype}")
-    return torch.ops.fastsoftmax.softmax(x)
+    return _softmax_op(x)
