@@ -62,19 +62,6 @@ void launch_typed_rows(const T* a, const T* b, T* out, int rows, int cols, cudaS
   FS_CHECK_LAUNCH();
 }
 
-template <typename T, int kThreads, int kPacks, bool kBackward>
-void launch_typed_words(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
-  if (recording()) {
-    name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") + ", " +
-                std::to_string(kThreads) + " threads a row, " + std::to_string(kPacks) +
-                " packs of 8 a thread held in the dtype");
-  }
-  if (recorded(rows, kThreads)) return;
-  typed_words_kernel<T, kThreads, kPacks, kBackward>
-      <<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(a, b, out, rows, cols, 0);
-  FS_CHECK_LAUNCH();
-}
-
 template <typename T, int kVec, bool kBackward>
 void launch_typed_two_pass(const T* a, const T* b, T* out, int rows, int cols,
                            cudaStream_t stream) {
@@ -228,6 +215,47 @@ int64_t typed_clusters_that_fit(Kernel kernel, int threads, int ctas, size_t byt
   return cache.emplace(key, clusters).first->second;
 }
 
+// Experiment switch (this branch only): FASTSOFTMAX_TYPED_STAGE=0 never stages the next row
+// (typed_words_kernel's `staged`); unset, the word clusters stage it; =blocks, word blocks of 512
+// and 1024 threads too.
+inline int typed_stage_mode() {
+  const char* v = std::getenv("FASTSOFTMAX_TYPED_STAGE");  // read each call: tests set it
+  if (v == nullptr) return 1;
+  return std::string(v) == "0" ? 0 : std::string(v) == "blocks" ? 2 : 1;
+}
+
+// The dynamic shared memory a word kernel's stage takes (kPacks packs of each stream a thread).
+template <int kThreads, int kPacks, bool kBackward>
+constexpr size_t typed_stage_bytes() {
+  return size_t(kThreads) * kPacks * (kBackward ? 2 : 1) * sizeof(uint4);
+}
+
+template <typename T, int kThreads, int kPacks, bool kBackward>
+void launch_typed_words(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
+  const bool staged = kThreads >= 512 && typed_stage_mode() == 2;
+  if (recording()) {
+    name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") + ", " +
+                std::to_string(kThreads) + " threads a row, " + std::to_string(kPacks) +
+                " packs of 8 a thread held in the dtype" +
+                (staged ? ", the next row staged" : ""));
+  }
+  const auto kernel = typed_words_kernel<T, kThreads, kPacks, kBackward>;
+  int64_t blocks = rows;
+  size_t bytes = 0;
+  if (staged) {  // persistent: as many blocks as fit at once, each taking rows b, b + blocks, ...
+    bytes = typed_stage_bytes<kThreads, kPacks, kBackward>();
+    FS_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)));
+    const int64_t fit = typed_clusters_that_fit(kernel, kThreads, 1, bytes);
+    const int64_t rounds = (rows + fit - 1) / fit;
+    blocks = (rows + rounds - 1) / rounds;
+  }
+  if (recorded(blocks, kThreads)) return;
+  kernel<<<static_cast<unsigned>(blocks), kThreads, bytes, stream>>>(a, b, out, rows, cols, 0,
+                                                                      staged);
+  FS_CHECK_LAUNCH();
+}
+
 // Experiment switch (this branch only): FASTSOFTMAX_TYPED_CLUSTER_WORDS=0 turns the word clusters
 // off (rows go on to typed_smem); =early has the forward take them past 4096 packs instead of
 // blocks of 1024.
@@ -259,7 +287,11 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
         cudaSuccess)
       (void)cudaGetLastError();
-    const int64_t fit = typed_clusters_that_fit(kernel, kThreads, static_cast<int>(ctas), 0);
+    const bool staged = typed_stage_mode() != 0;
+    const size_t bytes = staged ? typed_stage_bytes<kThreads, P, kBackward>() : 0;
+    FS_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)));
+    const int64_t fit = typed_clusters_that_fit(kernel, kThreads, static_cast<int>(ctas), bytes);
     if (fit == 0) return;
     launched = true;
     note("typed_words_cluster",
@@ -269,15 +301,16 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
       name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") +
                   ", clusters of " + std::to_string(ctas) + " CTAs of " + std::to_string(kThreads) +
                   " threads a row, " + std::to_string(P) + " packs of " +
-                  std::to_string(16 / sizeof(T)) + " a thread held in the dtype");
+                  std::to_string(16 / sizeof(T)) + " a thread held in the dtype" +
+                  (staged ? ", the next row staged" : ""));
     }
     const int64_t rounds = (rows + fit - 1) / fit;
     const int64_t blocks = (rows + rounds - 1) / rounds * ctas;
     if (recorded(blocks, kThreads)) return;
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg =
-        typed_cluster_config(blocks, static_cast<int>(ctas), kThreads, 0, stream, &attr);
-    FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, chunk));
+        typed_cluster_config(blocks, static_cast<int>(ctas), kThreads, bytes, stream, &attr);
+    FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, chunk, staged));
   });
   return launched;
 }
@@ -507,18 +540,20 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
     if (launch_typed_words_cluster<T, kBackward>(a, b, out, rows, cols, packs, stream)) return;
   }
   const TypedSmemPlan plan = plan_typed_smem<T, kVec, kBackward>(rows, cols);
-  // Experiment (this branch): FASTSOFTMAX_TYPED_SPREAD_FEW=N spreads the rows (typed_spread)
-  // where typed_smem would run fewer than N CTAs in all (rows x CTAs a row); unset or 0: never.
+  // Few rows: typed_smem would leave SMs idle (fewer CTAs in all than SMs), and spread gives a row
+  // more blocks than typed_smem's CTAs. Experiment (this branch): FASTSOFTMAX_TYPED_SPREAD_FEW=N
+  // puts the first bound at N CTAs instead (0: never spread where typed_smem runs).
+  const int parts = typed_spread_parts<T, kVec, kBackward>(rows, packs);
   const char* few = std::getenv("FASTSOFTMAX_TYPED_SPREAD_FEW");
+  const int64_t few_ctas = few != nullptr ? std::atoll(few) : device_info().sms;
   const bool spread_few =
-      few != nullptr && plan.ctas > 0 && int64_t(rows) * plan.ctas < std::atoll(few);
+      plan.ctas > 0 && int64_t(rows) * plan.ctas < few_ctas && parts > plan.ctas;
   if (plan.ctas > 0 && !spread_few) {
     note("typed_smem",
          "rows past a block's registers that up to 16 CTAs hold in shared memory: a cluster a "
          "row, the row in shared memory in its dtype");
     return launch_typed_smem<T, kVec, kBackward>(plan, a, b, out, rows, cols, stream);
   }
-  const int parts = typed_spread_parts<T, kVec, kBackward>(rows, packs);
   if (parts > 1) {
     note("typed_spread",
          "few rows longer than 16 CTAs hold in shared memory: several blocks a row, partial "
