@@ -228,15 +228,16 @@ const Case kForward16[] = {
     {"words512x5_unaligned", 200, 20001, 3, 3, 3, "typed_block", true},
     {"words512x8", 200, 32768, 0, 0, 0, "typed_block", true},
     {"words1024x5_unaligned", 200, 33001, 3, 3, 3, "typed_block", true},
-    {"spread_was_smem_cta_a_row", 100, 20000, 0, 0, 0, "typed_spread", true},
+    {"smem_cta_a_row", 100, 20000, 0, 0, 0, "typed_smem", true},
     {"words_cluster_was_smem_512_threads_cta_a_row", 100, 40000, 0, 0, 0, "typed_words_cluster",
      true},
     {"smem_256_threads_cluster4", 20, 20000, 0, 0, 0, "typed_smem", true},
     {"words_cluster_was_smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_words_cluster", true},
     {"words_cluster_was_smem_few_rows_cluster3", 40, 40000, 0, 0, 0, "typed_words_cluster", true},
     {"words_cluster_was_smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_words_cluster", true},
-    {"spread_was_smem_cluster16_4_rows", 4, 600001, 0, 0, 0, "typed_spread", true},
     {"smem_cluster11", 20, 600001, 0, 0, 0, "typed_smem", true},
+    {"spread_where_smem_cluster16_4_rows", 4, 600001, 0, 0, 0, "typed_spread", true},
+    {"spread_where_smem_alone_cluster16", 2, 1000003, 0, 0, 0, "typed_spread", true},
     {"spread_unaligned", 2, 1900003, 3, 3, 3, "typed_spread", true},
     {"scalar_group", 500, 31, 1, 1, 2, "typed_group", false},
     {"scalar_warp", 500, 100, 1, 1, 2, "typed_warp", false},
@@ -263,8 +264,8 @@ const Case kBackward16[] = {
      "typed_words_cluster", true},
     {"words_cluster_was_smem_few_rows_cluster2", 50, 40003, 0, 0, 0, "typed_words_cluster", true},
     {"words_cluster_was_smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_words_cluster", true},
-    {"spread_was_smem_alone_cluster16", 2, 600001, 0, 0, 0, "typed_spread", true},
     {"smem_cluster11_unaligned", 20, 600001, 3, 3, 3, "typed_smem", true},
+    {"spread_where_smem_alone_cluster16", 2, 600001, 0, 0, 0, "typed_spread", true},
     {"spread", 2, 1000003, 0, 0, 0, "typed_spread", true},
     {"in_place_dy_spread", 1, 1000003, 3, 3, 3, "typed_spread", true, 1},
     {"scalar_warp", 400, 100, 1, 2, 1, "typed_warp", false},
@@ -287,8 +288,8 @@ const Case kBackward32[] = {
     {"block1024x4", 40, 16000, 0, 0, 0, "typed_block", true},
     {"words_cluster_was_smem_few_rows_cluster3", 40, 20000, 0, 0, 0, "typed_words_cluster", true},
     {"words_cluster_was_smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_words_cluster", true},
-    {"spread_was_smem_alone_cluster16_unaligned", 2, 300001, 2, 2, 2, "typed_spread", true},
     {"smem_cluster11_unaligned", 20, 300001, 2, 2, 2, "typed_smem", true},
+    {"spread_where_smem_alone_cluster16_unaligned", 2, 300001, 2, 2, 2, "typed_spread", true},
     {"spread_unaligned", 2, 500001, 2, 2, 2, "typed_spread", true},
     {"spread_eight_rows", 8, 500000, 0, 0, 0, "typed_spread", true},
     {"in_place_y_spread", 1, 500001, 2, 2, 2, "typed_spread", true, 2},
@@ -322,25 +323,25 @@ TEST_F(TypedPaths, BackwardBf16) { backward<__nv_bfloat16>(kBackward16); }
 TEST_F(TypedPaths, BackwardF16) { backward<__half>(kBackward16); }
 TEST_F(TypedPaths, BackwardF32) { backward<float>(kBackward32); }
 
-// The same shapes with the word clusters off (FASTSOFTMAX_TYPED_CLUSTER_WORDS=0): typed_smem, or
-// typed_spread on few rows.
+// The same shapes with the word clusters off (FASTSOFTMAX_TYPED_CLUSTER_WORDS=0): typed_smem
+// (few rows on clusters of 16: typed_spread).
 const Case kSmemForward16[] = {
-    {"spread_was_smem_512_threads_cta_a_row", 100, 40000, 0, 0, 0, "typed_spread", true},
+    {"smem_512_threads_cta_a_row", 100, 40000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_smem", true},
-    {"smem_few_rows_cluster9", 10, 40000, 0, 0, 0, "typed_smem", true},
-    {"smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_smem", true},
+    {"smem_few_rows_cluster3", 40, 40000, 0, 0, 0, "typed_smem", true},
+    {"spread_where_smem_cluster16_unaligned", 6, 300001, 3, 3, 3, "typed_spread", true},
     {"in_place_cluster", 10, 40003, 3, 3, 3, "typed_smem", true, 1},
 };
 const Case kSmemBackward16[] = {
     {"smem_cluster2_two_rows_unaligned", 140, 40001, 3, 3, 3, "typed_smem", true},
-    {"spread_was_smem_few_rows_cluster2", 50, 40003, 0, 0, 0, "typed_spread", true},
-    {"spread_was_smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_spread", true},
+    {"smem_few_rows_cluster2", 50, 40003, 0, 0, 0, "typed_smem", true},
+    {"spread_where_smem_cluster16_unaligned", 3, 250001, 3, 3, 3, "typed_spread", true},
     {"in_place_y_cluster", 10, 40001, 3, 3, 3, "typed_smem", true, 2},
     {"in_place_dy_cluster", 10, 40001, 3, 3, 3, "typed_smem", true, 1},
 };
 
 const Case kSmemBackward32[] = {
-    {"spread_was_smem_few_rows_cluster3", 40, 20000, 0, 0, 0, "typed_spread", true},
+    {"smem_few_rows_cluster3", 40, 20000, 0, 0, 0, "typed_smem", true},
     {"smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_smem", true},
 };
 
@@ -355,14 +356,13 @@ TEST_F(TypedPaths, SmemWithoutWordClusters) {
 }
 
 // With clusters turned off (set_clusters_enabled(false), as FASTSOFTMAX_NO_CLUSTERS does), a row
-// that one CTA holds takes one, and on few rows, or past one CTA, it is spread.
+// that one CTA holds takes one, on few rows too, and a longer one takes two passes.
 const Case kNoClusters16[] = {
-    {"smem_one_cta", 200, 70000, 3, 3, 3, "typed_smem", true},
-    {"spread_few_rows_past_one_cta", 40, 40000, 3, 3, 3, "typed_spread", true},
+    {"smem_few_rows_one_cta", 40, 40000, 3, 3, 3, "typed_smem", true},
     {"spread_past_one_cta", 4, 600001, 0, 0, 0, "typed_spread", true},
 };
 const Case kNoClusters32[] = {
-    {"smem_one_cta", 200, 20000, 0, 0, 0, "typed_smem", true},
+    {"smem_one_cta_alone", 40, 20000, 0, 0, 0, "typed_smem", true},
 };
 
 TEST_F(TypedPaths, WithoutClusters) {
@@ -372,8 +372,8 @@ TEST_F(TypedPaths, WithoutClusters) {
   } restore;
   forward<__nv_bfloat16>(kNoClusters16);
   backward<float>(kNoClusters32);
-  Placed<__nv_bfloat16> x(200 * 70000, 0), y(200 * 70000, 0);
-  const fastsoftmax::Plan plan = fastsoftmax::describe(x.ptr, y.ptr, 200, 70000);
+  Placed<__nv_bfloat16> x(40 * 40000, 0), y(40 * 40000, 0);
+  const fastsoftmax::Plan plan = fastsoftmax::describe(x.ptr, y.ptr, 40, 40000);
   EXPECT_NE(plan.config.find("clusters of 1 CTAs"), std::string::npos) << plan.config;
 }
 
@@ -407,7 +407,7 @@ class TypedEdgeValues : public softmax::testing::GpuTest<> {
 };
 TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {
   // A warp a row, a block of 128 in float32, blocks of 256, 512 and 1024 holding the row in the
-  // dtype (more rows than SMs), a cluster of word CTAs.
+  // dtype (more rows than SMs), a cluster of typed_smem.
   for (const int cols : {1000, 3001, 16384, 20000, 40000, 70001}) {
     SCOPED_TRACE("cols " + std::to_string(cols));
     infinity_and_large_values(200, cols);

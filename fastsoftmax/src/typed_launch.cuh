@@ -62,6 +62,19 @@ void launch_typed_rows(const T* a, const T* b, T* out, int rows, int cols, cudaS
   FS_CHECK_LAUNCH();
 }
 
+template <typename T, int kThreads, int kPacks, bool kBackward>
+void launch_typed_words(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
+  if (recording()) {
+    name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") + ", " +
+                std::to_string(kThreads) + " threads a row, " + std::to_string(kPacks) +
+                " packs of 8 a thread held in the dtype");
+  }
+  if (recorded(rows, kThreads)) return;
+  typed_words_kernel<T, kThreads, kPacks, kBackward>
+      <<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(a, b, out, rows, cols, 0);
+  FS_CHECK_LAUNCH();
+}
+
 template <typename T, int kVec, bool kBackward>
 void launch_typed_two_pass(const T* a, const T* b, T* out, int rows, int cols,
                            cudaStream_t stream) {
@@ -215,54 +228,11 @@ int64_t typed_clusters_that_fit(Kernel kernel, int threads, int ctas, size_t byt
   return cache.emplace(key, clusters).first->second;
 }
 
-// Experiment switch (this branch only): FASTSOFTMAX_TYPED_STAGE=0 never stages the next row
-// (typed_words_kernel's `staged`); unset, the word clusters stage it; =blocks, word blocks of 512
-// and 1024 threads too.
-inline int typed_stage_mode() {
-  const char* v = std::getenv("FASTSOFTMAX_TYPED_STAGE");  // read each call: tests set it
-  if (v == nullptr) return 1;
-  return std::string(v) == "0" ? 0 : std::string(v) == "blocks" ? 2 : 1;
-}
-
-// The dynamic shared memory a word kernel's stage takes (kPacks packs of each stream a thread).
-template <int kThreads, int kPacks, bool kBackward>
-constexpr size_t typed_stage_bytes() {
-  return size_t(kThreads) * kPacks * (kBackward ? 2 : 1) * sizeof(uint4);
-}
-
-template <typename T, int kThreads, int kPacks, bool kBackward>
-void launch_typed_words(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
-  const bool staged = kThreads >= 512 && typed_stage_mode() == 2;
-  if (recording()) {
-    name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") + ", " +
-                std::to_string(kThreads) + " threads a row, " + std::to_string(kPacks) +
-                " packs of 8 a thread held in the dtype" +
-                (staged ? ", the next row staged" : ""));
-  }
-  const auto kernel = typed_words_kernel<T, kThreads, kPacks, kBackward>;
-  int64_t blocks = rows;
-  size_t bytes = 0;
-  if (staged) {  // persistent: as many blocks as fit at once, each taking rows b, b + blocks, ...
-    bytes = typed_stage_bytes<kThreads, kPacks, kBackward>();
-    FS_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(bytes)));
-    const int64_t fit = typed_clusters_that_fit(kernel, kThreads, 1, bytes);
-    const int64_t rounds = (rows + fit - 1) / fit;
-    blocks = (rows + rounds - 1) / rounds;
-  }
-  if (recorded(blocks, kThreads)) return;
-  kernel<<<static_cast<unsigned>(blocks), kThreads, bytes, stream>>>(a, b, out, rows, cols, 0,
-                                                                      staged);
-  FS_CHECK_LAUNCH();
-}
-
-// Experiment switch (this branch only): FASTSOFTMAX_TYPED_CLUSTER_WORDS=0 turns the word clusters
-// off (rows go on to typed_smem); =early has the forward take them past 4096 packs instead of
-// blocks of 1024.
-inline int typed_cluster_words_mode() {
+// FASTSOFTMAX_TYPED_CLUSTER_WORDS=0 turns the word clusters off, so that rows go on to typed_smem
+// (the tests use it to reach typed_smem at the lengths the word clusters take).
+inline bool typed_cluster_words_on() {
   const char* v = std::getenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS");  // read each call: tests set it
-  if (v == nullptr) return 1;
-  return std::string(v) == "0" ? 0 : std::string(v) == "early" ? 2 : 1;
+  return v == nullptr || std::string(v) != "0";
 }
 
 // Word blocks across a cluster (typed_words_kernel with kCluster): CTAs of 512 threads holding up
@@ -276,7 +246,7 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
   constexpr int kThreads = 512;
   constexpr int64_t kPerCta = int64_t(kThreads) * kMaxPacks;
   const int64_t ctas = (packs + kPerCta - 1) / kPerCta;
-  if (ctas < 2 || ctas > kTypedMaxCluster || !clusters_usable() || typed_cluster_words_mode() == 0)
+  if (ctas < 2 || ctas > kTypedMaxCluster || !clusters_usable() || !typed_cluster_words_on())
     return false;
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
   bool launched = false;
@@ -287,11 +257,7 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
         cudaSuccess)
       (void)cudaGetLastError();
-    const bool staged = typed_stage_mode() != 0;
-    const size_t bytes = staged ? typed_stage_bytes<kThreads, P, kBackward>() : 0;
-    FS_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(bytes)));
-    const int64_t fit = typed_clusters_that_fit(kernel, kThreads, static_cast<int>(ctas), bytes);
+    const int64_t fit = typed_clusters_that_fit(kernel, kThreads, static_cast<int>(ctas), 0);
     if (fit == 0) return;
     launched = true;
     note("typed_words_cluster",
@@ -301,16 +267,15 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
       name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") +
                   ", clusters of " + std::to_string(ctas) + " CTAs of " + std::to_string(kThreads) +
                   " threads a row, " + std::to_string(P) + " packs of " +
-                  std::to_string(16 / sizeof(T)) + " a thread held in the dtype" +
-                  (staged ? ", the next row staged" : ""));
+                  std::to_string(16 / sizeof(T)) + " a thread held in the dtype");
     }
     const int64_t rounds = (rows + fit - 1) / fit;
     const int64_t blocks = (rows + rounds - 1) / rounds * ctas;
     if (recorded(blocks, kThreads)) return;
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg =
-        typed_cluster_config(blocks, static_cast<int>(ctas), kThreads, bytes, stream, &attr);
-    FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, chunk, staged));
+        typed_cluster_config(blocks, static_cast<int>(ctas), kThreads, 0, stream, &attr);
+    FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, chunk));
   });
   return launched;
 }
@@ -460,14 +425,7 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
       return launch_typed_rows<T, kVec, 16, 1, kBackward>(a, b, out, rows, cols, stream);
     return launch_typed_rows<T, kVec, 32, 1, kBackward>(a, b, out, rows, cols, stream);
   }
-  // Experiment (this branch): FASTSOFTMAX_TYPED_WARP_MAX=P caps the 16-bit forward's warps at P
-  // packs a lane (2-8); longer rows take blocks of 128 from 2 packs a thread.
-  int warp_max = kMax;
-  if constexpr (sizeof(T) == 2 && !kBackward) {
-    if (const char* v = std::getenv("FASTSOFTMAX_TYPED_WARP_MAX"))
-      warp_max = std::max(2, std::min(kMax, std::atoi(v)));
-  }
-  if (packs <= 32 * warp_max) {
+  if (packs <= 32 * kMax) {
     note("typed_warp", "rows a warp holds in registers: a warp a row, 2 or more packs a lane");
     return with_packs<2, kMax>(per(32), [&](auto p) {
       launch_typed_rows<T, kVec, 32, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
@@ -482,7 +440,7 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
   const bool words = sizeof(T) == 2 && (kBackward || (!alone && packs > 128 * kMax));
   constexpr int kWords = 8;
   if constexpr (sizeof(T) == 2) {
-    const int64_t single = (kBackward || typed_cluster_words_mode() == 2 ? 512 : 1024) * kWords;
+    const int64_t single = (kBackward ? 512 : 1024) * kWords;
     if (words && packs <= single) {
       note("typed_block",
            "rows a block of 128-1024 threads holds in registers in their dtype: a block a row");
@@ -540,14 +498,13 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
     if (launch_typed_words_cluster<T, kBackward>(a, b, out, rows, cols, packs, stream)) return;
   }
   const TypedSmemPlan plan = plan_typed_smem<T, kVec, kBackward>(rows, cols);
-  // Few rows: typed_smem would leave SMs idle (fewer CTAs in all than SMs), and spread gives a row
-  // more blocks than typed_smem's CTAs. Experiment (this branch): FASTSOFTMAX_TYPED_SPREAD_FEW=N
-  // puts the first bound at N CTAs instead (0: never spread where typed_smem runs).
+  // Few rows on clusters of 16 that leave SMs idle (fewer CTAs in all than SMs) are spread
+  // instead, where that gives a row more blocks. On the H200 that took one row of 1M bf16 values
+  // forward from 0.27 to 0.48 of memcpy, and 8 such rows from 0.34 to 0.58; on smaller clusters
+  // (100x20000 and 60x30000 bf16 forward, one or two CTAs a row) spread was slower.
   const int parts = typed_spread_parts<T, kVec, kBackward>(rows, packs);
-  const char* few = std::getenv("FASTSOFTMAX_TYPED_SPREAD_FEW");
-  const int64_t few_ctas = few != nullptr ? std::atoll(few) : device_info().sms;
-  const bool spread_few =
-      plan.ctas > 0 && int64_t(rows) * plan.ctas < few_ctas && parts > plan.ctas;
+  const bool spread_few = plan.ctas == kTypedMaxCluster &&
+                          int64_t(rows) * plan.ctas < device_info().sms && parts > plan.ctas;
   if (plan.ctas > 0 && !spread_few) {
     note("typed_smem",
          "rows past a block's registers that up to 16 CTAs hold in shared memory: a cluster a "
@@ -556,8 +513,9 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
   }
   if (parts > 1) {
     note("typed_spread",
-         "few rows longer than 16 CTAs hold in shared memory: several blocks a row, partial "
-         "results through global memory, the row read twice");
+         "few rows longer than 16 CTAs hold in shared memory, or needing clusters of 16 that "
+         "leave SMs idle: several blocks a row, partial results through global memory, the row "
+         "read twice");
     return launch_typed_spread<T, kVec, kBackward>(a, b, out, rows, cols, parts, stream);
   }
   if (plan.ctas > 0) {

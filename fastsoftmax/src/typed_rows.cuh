@@ -317,24 +317,6 @@ __device__ __forceinline__ unsigned minus_infinity_word() {
   return std::is_same_v<T, __nv_bfloat16> ? 0xff80ff80u : 0xfc00fc00u;
 }
 
-// 16 bytes from global to shared memory without passing through registers (cp.async, sm_80 and
-// later): a thread may have as many in flight as its part of the row has packs. Completion is
-// tracked per thread, in groups: the copies issued before one commit form a group, and
-// wait_group N returns once at most N of the thread's groups are still in flight.
-__device__ __forceinline__ void copy_async(void* to, const void* from) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                   static_cast<uint32_t>(__cvta_generic_to_shared(to))),
-               "l"(from)
-               : "memory");
-}
-__device__ __forceinline__ void copy_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int kPending>
-__device__ __forceinline__ void copy_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
-
 // Blocks an SM the register budget of typed_words_kernel is set for: a thread's words plus about
 // 24 registers for addresses, indices and sums, rounded as the hardware allocates (8 a thread).
 template <int kThreads, int kWords>
@@ -356,7 +338,7 @@ template <typename T, int kThreads, int kPacks, bool kBackward, bool kCluster = 
 __global__ void __launch_bounds__(
     kThreads, typed_words_min_blocks<kThreads, 4 * kPacks*(kBackward ? 2 : 1)>())
     typed_words_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
-                       int rows, int cols, int chunk, bool staged) {
+                       int rows, int cols, int chunk) {
   static_assert((sizeof(T) == 2 || kBackward) && kThreads >= 128,
                 "16-bit packs, or the float32 backward, in blocks");
   constexpr int kVec = 16 / sizeof(T);
@@ -364,10 +346,6 @@ __global__ void __launch_bounds__(
   __shared__ float slots[2][kThreads / kWarpSize];
   __shared__ float published[2][2];  // this CTA's max and sum (or dot), by row parity
   (void)published;
-  // staged: the next row's packs, requested while this row is reduced and written; [k][t] holds
-  // pack t + k * kThreads of stream a, [kPacks + k][t] of stream b. Thread t alone copies and
-  // reads its slots, so they need no barrier.
-  extern __shared__ uint4 stage[];
   int ctas = 1, rank = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
@@ -398,54 +376,26 @@ __global__ void __launch_bounds__(
   const unsigned fill = kBackward ? 0u : minus_infinity_word<T>();
   const float edge_fill = kBackward ? 0.f : -INFINITY;
   const int64_t step = gridDim.x / ctas;
-  // This CTA's packs of a row's body: [begin, end) (all of them without a cluster).
-  const auto begin_of = [&](const TypedSplit<T, kVec>& s) {
-    return kCluster ? min(s.body, rank * chunk) : 0;
-  };
-  const auto end_of = [&](const TypedSplit<T, kVec>& s, int begin) {
-    return kCluster ? min(s.body, begin + chunk) : s.body;
-  };
-  // staged: requests this thread's packs of `row` (none past the last row; the group is still
-  // committed, so that one wait covers every request).
-  const auto request = [&](int64_t row) {
-    if (row < rows) {
-      const int64_t offset = row * cols;
-      const TypedSplit<T, kVec> s(a + offset, cols, true);
-      const int begin = begin_of(s), count = end_of(s, begin) - begin;
-      const auto* a_body = reinterpret_cast<const uint4*>(a + offset + s.head) + begin;
-      const auto* b_body = reinterpret_cast<const uint4*>(b + offset + s.head) + begin;
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        const int i = t + k * kThreads;
-        if (i < count) {
-          copy_async(&stage[k * kThreads + t], &a_body[i]);
-          if constexpr (kBackward) copy_async(&stage[(kPacks + k) * kThreads + t], &b_body[i]);
-        }
-      }
-    }
-    copy_commit();
-  };
-  if (staged) request(blockIdx.x / ctas);
   int parity = 0;
   for (int64_t row = blockIdx.x / ctas; row < rows; row += step, parity ^= 1) {
     const int64_t offset = row * cols;
     const TypedSplit<T, kVec> s(a + offset, cols, true);
-    const int begin = begin_of(s);
-    const int end = end_of(s, begin);
+    // This CTA's packs of the body: [begin, end) (all of them without a cluster).
+    const int begin = kCluster ? min(s.body, rank * chunk) : 0;
+    const int end = kCluster ? min(s.body, begin + chunk) : s.body;
     const auto* a_body = reinterpret_cast<const uint4*>(a + offset + s.head) + begin;
     const auto* b_body = reinterpret_cast<const uint4*>(b + offset + s.head) + begin;
     const int count = end - begin;
     const int64_t tail_at = offset + s.head + int64_t(s.body) * kVec;
     uint4 wa[kPacks], wb[kBackward ? kPacks : 1];
-    if (staged) copy_wait<0>();
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       const int i = t + k * kThreads;
       wa[k] = make_uint4(fill, fill, fill, fill);
       if constexpr (kBackward) wb[k] = wa[k];
       if (i < count) {
-        wa[k] = staged ? stage[k * kThreads + t] : a_body[i];
-        if constexpr (kBackward) wb[k] = staged ? stage[(kPacks + k) * kThreads + t] : b_body[i];
+        wa[k] = a_body[i];
+        if constexpr (kBackward) wb[k] = b_body[i];
       }
     }
     const bool has_head = rank == 0 && t < s.head, has_tail = rank == 0 && t < s.tail;
@@ -493,8 +443,6 @@ __global__ void __launch_bounds__(
       float m = -INFINITY;
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) m = fmaxf(m, words_max<T>(wa[k]));
-      // The next row's request, once every slot's words are in registers (used above).
-      if (staged) request(row + step);
       m = row_reduce(fmaxf(m, fmaxf(ha, ta)), 0, parity, true);
       const unsigned by_max = pass_selector(m);
       float sum = 0.f;
@@ -523,7 +471,6 @@ __global__ void __launch_bounds__(
         }
       dot = fmaf(ha, hb, dot);
       dot = fmaf(ta, tb, dot);
-      if (staged) request(row + step);
       dot = row_reduce(dot, 0, parity, false);
       write(pass_selector(dot), [&](float y, float g) { return y * (g - dot); });
     }

@@ -34,6 +34,24 @@ constexpr int typed_smem_min_blocks() {
   return kThreads == 256 ? 4 : 2;
 }
 
+// 16 bytes from global to shared memory without passing through registers (cp.async, sm_80 and
+// later): a thread may have as many in flight as its part of the row has packs. Completion is
+// tracked per thread, in groups: the copies issued before one commit form a group, and
+// wait_group N returns once at most N of the thread's groups are still in flight.
+__device__ __forceinline__ void copy_async(void* to, const void* from) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
+                   static_cast<uint32_t>(__cvta_generic_to_shared(to))),
+               "l"(from)
+               : "memory");
+}
+__device__ __forceinline__ void copy_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void copy_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
 // The largest of a pack of 8 16-bit values, taken in pairs in the dtype (three max instructions
 // on pairs instead of eight conversions and eight float max). A NaN is skipped, as fmaxf skips
 // it; it still reaches the sum through exp.
