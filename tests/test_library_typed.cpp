@@ -238,6 +238,7 @@ const Case kForward16[] = {
     {"smem_cluster11", 20, 600001, 0, 0, 0, "typed_smem", true},
     {"spread_where_smem_cluster16_4_rows", 4, 600001, 0, 0, 0, "typed_spread", true},
     {"spread_where_smem_alone_cluster16", 2, 1000003, 0, 0, 0, "typed_spread", true},
+    {"spread_where_smem_ctas_alone_on_sms", 20, 1000003, 3, 3, 3, "typed_spread", true},
     {"spread_unaligned", 2, 1900003, 3, 3, 3, "typed_spread", true},
     {"scalar_group", 500, 31, 1, 1, 2, "typed_group", false},
     {"scalar_warp", 500, 100, 1, 1, 2, "typed_warp", false},

@@ -300,6 +300,7 @@ struct TypedSmemPlan {
   int chunk = 0;       // body packs of each stream a CTA holds
   size_t bytes = 0;
   int64_t clusters = 0;
+  bool alone = false;  // CTAs sized one an SM (a row past 16 CTAs two an SM)
 };
 
 // A row that fits a quarter of an SM's shared memory: one CTA of 256 threads, four an SM. Larger:
@@ -332,7 +333,10 @@ TypedSmemPlan plan_typed_smem(int rows, int cols) {
   if (bytes > four.shared) {
     plan.threads = 512;
     ctas = parts(two.shared);
-    if (ctas > kTypedMaxCluster) ctas = parts(two.alone);
+    if (ctas > kTypedMaxCluster) {
+      ctas = parts(two.alone);
+      plan.alone = true;
+    }
     if (ctas > kTypedMaxCluster) return {};
     if (ctas > 1 && !clusters) {
       if (bytes > two.alone) return {};
@@ -498,14 +502,20 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
     if (launch_typed_words_cluster<T, kBackward>(a, b, out, rows, cols, packs, stream)) return;
   }
   const TypedSmemPlan plan = plan_typed_smem<T, kVec, kBackward>(rows, cols);
-  // Few rows on clusters of 16 that leave SMs idle (fewer CTAs in all than SMs) are spread
-  // instead, where that gives a row more blocks. On the H200 that took one row of 1M bf16 values
-  // forward from 0.27 to 0.48 of memcpy, and 8 such rows from 0.34 to 0.58; on smaller clusters
-  // (100x20000 and 60x30000 bf16 forward, one or two CTAs a row) spread was slower.
+  // Spread instead of typed_smem (where spread gives a row two blocks or more):
+  // - few rows on clusters of 16 that leave SMs idle (fewer CTAs in all than SMs), where spread
+  //   gives a row more blocks. On the H200 that took one row of 1M bf16 values forward from 0.27
+  //   to 0.48 of memcpy, and 8 such rows from 0.34 to 0.58; on smaller clusters (100x20000 and
+  //   60x30000 bf16 forward, one or two CTAs a row) spread was slower.
+  // - the 16-bit forward on rows whose CTAs would be alone on their SMs (past 16 CTAs two an SM:
+  //   more than about 900K values): one CTA an SM loads, then computes, then writes, with nothing
+  //   to overlap (128x1048576 bf16: 0.385 of memcpy, tied with torch).
   const int parts = typed_spread_parts<T, kVec, kBackward>(rows, packs);
-  const bool spread_few = plan.ctas == kTypedMaxCluster &&
-                          int64_t(rows) * plan.ctas < device_info().sms && parts > plan.ctas;
-  if (plan.ctas > 0 && !spread_few) {
+  const bool few_rows = plan.ctas == kTypedMaxCluster &&
+                        int64_t(rows) * plan.ctas < device_info().sms && parts > plan.ctas;
+  const bool forward_alone = !kBackward && sizeof(T) == 2 && plan.alone;
+  const bool spread = plan.ctas > 0 && parts > 1 && (few_rows || forward_alone);
+  if (plan.ctas > 0 && !spread) {
     note("typed_smem",
          "rows past a block's registers that up to 16 CTAs hold in shared memory: a cluster a "
          "row, the row in shared memory in its dtype");
@@ -513,14 +523,10 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
   }
   if (parts > 1) {
     note("typed_spread",
-         "few rows longer than 16 CTAs hold in shared memory, or needing clusters of 16 that "
-         "leave SMs idle: several blocks a row, partial results through global memory, the row "
-         "read twice");
+         "few rows longer than 16 CTAs hold in shared memory, few rows on clusters of 16 that "
+         "would leave SMs idle, or 16-bit forward rows past 16 CTAs two an SM: several blocks a "
+         "row, partial results through global memory, the row read twice");
     return launch_typed_spread<T, kVec, kBackward>(a, b, out, rows, cols, parts, stream);
-  }
-  if (plan.ctas > 0) {
-    note("typed_smem", "rows past a block's registers that up to 16 CTAs hold in shared memory");
-    return launch_typed_smem<T, kVec, kBackward>(plan, a, b, out, rows, cols, stream);
   }
   note("typed_two_pass",
        "rows longer than 16 CTAs hold in shared memory: a block a row, the row read twice");
