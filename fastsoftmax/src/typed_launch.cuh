@@ -406,8 +406,10 @@ constexpr int typed_max_packs() {
 // lane; blocks with just enough packs a thread to cover the row (padding costs registers, and
 // registers decide how many rows an SM has in flight): in 16-bit, words in the dtype in blocks of
 // 128-1024 threads (see below where the forward keeps float32), else float32 in blocks of 128 and
-// 256 threads (1024 in the float32 backward); past those, the row in shared memory
-// (typed_smem.cuh); past what 16 CTAs hold, two passes.
+// 256 threads (1024 in the float32 backward); past those, words across a cluster of 2-16 CTAs
+// (16-bit, and the float32 backward), then the row in shared memory (typed_smem.cuh); past what
+// 16 CTAs hold, or on few rows that would leave SMs idle, two passes over several blocks a row
+// (typed_spread) or one (typed_two_pass).
 template <typename T, int kVec, bool kBackward>
 void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
   constexpr int kMax = typed_max_packs<T, kBackward>();

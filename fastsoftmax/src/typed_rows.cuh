@@ -12,11 +12,12 @@
 // The mappings, picked by the row's length (typed_launch.cuh):
 //   - in registers (here): kThreads threads a row, a group of 1-32 lanes or a whole block, each
 //     holding kPacks packs and its head and tail elements, as float32 (typed_rows_kernel) or, in
-//     16-bit blocks, as words in the dtype (typed_words_kernel); the row is read once and written
-//     once;
+//     16-bit blocks and the backward's long rows, as words in the dtype (typed_words_kernel,
+//     also across a cluster of 2-16 CTAs); the row is read once and written once;
 //   - in shared memory (typed_smem.cuh): a CTA or a cluster of CTAs a row;
-//   - two passes (here): a block a row for rows longer than 16 CTAs hold; the first pass reduces,
-//     the second reads the row again to write it (three accesses an element instead of two).
+//   - two passes (here): a block a row, or several (typed_spread), for rows longer than 16 CTAs
+//     hold or few rows that would leave SMs idle; the first pass reduces, the second reads the
+//     row again to write it (three accesses an element instead of two).
 // Forward: y = exp(x - max) / sum exp(x - max). Backward: dx = y * (dy - sum(dy * y)).
 #pragma once
 
