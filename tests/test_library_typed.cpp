@@ -408,7 +408,7 @@ class TypedEdgeValues : public softmax::testing::GpuTest<> {
 };
 TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {
   // A warp a row, a block of 128 in float32, blocks of 256, 512 and 1024 holding the row in the
-  // dtype (more rows than SMs), a cluster of typed_smem.
+  // dtype (more rows than SMs), a cluster of word CTAs.
   for (const int cols : {1000, 3001, 16384, 20000, 40000, 70001}) {
     SCOPED_TRACE("cols " + std::to_string(cols));
     infinity_and_large_values(200, cols);

@@ -250,7 +250,10 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
     return false;
   const int chunk = static_cast<int>((packs + ctas - 1) / ctas);
   bool launched = false;
-  with_packs<kMaxPacks / 2 + 1, kMaxPacks>((chunk + kThreads - 1) / kThreads, [&](auto p) {
+  // The backward takes CTAs of 8 packs only past 16 CTAs of 4 (32768 packs): 9 CTAs or more, at
+  // least 3641 packs each, so always 8 packs a thread.
+  constexpr int kFewest = kBackward && kMaxPacks == 8 ? 8 : kMaxPacks / 2 + 1;
+  with_packs<kFewest, kMaxPacks>((chunk + kThreads - 1) / kThreads, [&](auto p) {
     constexpr int P = decltype(p)::value;
     const auto kernel = typed_words_kernel<T, kThreads, P, kBackward, true>;
     // Clusters of 9-16 are not portable: where the GPU refuses them, none fit.
@@ -479,11 +482,10 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
     if (!words && packs <= 256 * kMax) {
       note("typed_block", "rows a block of 128 or 256 threads holds in registers: a block a row");
       if (packs <= 128 * kMax) {
-        return with_packs<(sizeof(T) == 2 && !kBackward ? 2 : kMax / 4 + 1), kMax>(
-            per(128), [&](auto p) {
-              launch_typed_rows<T, kVec, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols,
-                                                                             stream);
-            });
+        return with_packs<kMax / 4 + 1, kMax>(per(128), [&](auto p) {
+          launch_typed_rows<T, kVec, 128, decltype(p)::value, kBackward>(a, b, out, rows, cols,
+                                                                         stream);
+        });
       }
       return with_packs<kMax / 2 + 1, kMax>(per(256), [&](auto p) {
         launch_typed_rows<T, kVec, 256, decltype(p)::value, kBackward>(a, b, out, rows, cols,
