@@ -344,9 +344,16 @@ __global__ void __launch_bounds__(
                 "16-bit packs, or the float32 backward, in blocks");
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kPerWord = values_a_word<T>();
+  // Block reductions, by row parity: a warp racing ahead to the next row writes the other array,
+  // and cannot get two rows ahead (that needs the next row's barrier), so no barrier ends a row.
+  // Forward: (max, sum) pairs; backward: the dot product.
+  __shared__ float2 pairs[2][kThreads / kWarpSize];
   __shared__ float slots[2][kThreads / kWarpSize];
-  __shared__ float published[2][2];  // this CTA's max and sum (or dot), by row parity
-  (void)published;
+  // This CTA's pair (forward) or dot product (backward) for its peers, by row parity: a CTA
+  // reaches the row after next only past the next row's cluster barrier, which every peer reaches
+  // after reading this row's values.
+  __shared__ float2 published[2];
+  (void)pairs, (void)slots, (void)published;
   int ctas = 1, rank = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
@@ -356,19 +363,35 @@ __global__ void __launch_bounds__(
     rank = static_cast<int>(cluster.block_rank());
   }
 #endif
-  // The block's max or sum, then (kCluster) the cluster's.
-  auto row_reduce = [&](float v, int which, int parity, bool is_max) {
-    v = is_max ? block_all_reduce<kThreads, true>(v, slots[which])
-               : block_all_reduce<kThreads, false>(v, slots[which]);
+  // The row's (max, sum) pair (forward) from each thread's pair, taken against the thread's own
+  // max: over the block, then (kCluster) over the cluster, each CTA's pair merged in rank order
+  // through distributed shared memory (every CTA gets the same bits). One barrier, and one cluster
+  // barrier, a row.
+  auto row_pair = [&](float& m, float& sum, int parity) {
+    block_reduce_pair<kThreads>(m, sum, pairs[parity]);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kCluster) {
-      if (threadIdx.x == 0) published[which][parity] = v;
+      if (threadIdx.x == 0) published[parity] = make_float2(m, sum);
       cluster.sync();
-      v = is_max ? -INFINITY : 0.f;
-      for (int q = 0; q < ctas; ++q) {
-        const float p = *cluster.map_shared_rank(&published[which][parity], q);
-        v = is_max ? fmaxf(v, p) : v + p;
+      const float2 first = *cluster.map_shared_rank(&published[parity], 0);
+      m = first.x, sum = first.y;
+      for (int q = 1; q < ctas; ++q) {
+        const float2 p = *cluster.map_shared_rank(&published[parity], q);
+        merge(m, sum, p.x, p.y);
       }
+    }
+#endif
+  };
+  // The row's dot product (backward): over the block, then (kCluster) the cluster's, summed in
+  // rank order.
+  auto row_dot = [&](float v, int parity) {
+    v = block_all_reduce<kThreads, false>(v, slots[parity]);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (kCluster) {
+      if (threadIdx.x == 0) published[parity].x = v;
+      cluster.sync();
+      v = 0.f;
+      for (int q = 0; q < ctas; ++q) v += cluster.map_shared_rank(&published[parity], q)->x;
     }
 #endif
     return v;
@@ -441,23 +464,27 @@ __global__ void __launch_bounds__(
       if (has_tail) out[tail_at + t] = Elem<T>::out(f(ta, tb));
     };
     if constexpr (!kBackward) {
+      // The thread's max (on pairs of 16-bit values), its sum against that max (0 where it saw
+      // only -inf), then the row's pair: one reduction a row.
       float m = -INFINITY;
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) m = fmaxf(m, words_max<T>(wa[k]));
-      m = row_reduce(fmaxf(m, fmaxf(ha, ta)), 0, parity, true);
-      const unsigned by_max = pass_selector(m);
+      m = fmaxf(m, fmaxf(ha, ta));
+      const float base = m == -INFINITY ? 0.f : m;
+      const unsigned by_base = pass_selector(base);
       float sum = 0.f;
 #pragma unroll
       for (int k = 0; k < kPacks; ++k)
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const unsigned x = word_at(wa[k], j, by_max);
-          sum += exp_(word_lo<T>(x) - m);
-          sum += exp_(word_hi<T>(x) - m);
+          const unsigned x = word_at(wa[k], j, by_base);
+          sum += exp_(word_lo<T>(x) - base);
+          sum += exp_(word_hi<T>(x) - base);
         }
-      sum += exp_(ha - m);
-      sum += exp_(ta - m);
-      const float inv = reciprocal(row_reduce(sum, 1, parity, false));
+      sum += exp_(ha - base);
+      sum += exp_(ta - base);
+      row_pair(m, sum, parity);
+      const float inv = reciprocal(sum);
       write(pass_selector(inv), [&](float x, float) { return exp_(x - m) * inv; });
     } else {
       float dot = 0.f;
@@ -472,11 +499,9 @@ __global__ void __launch_bounds__(
         }
       dot = fmaf(ha, hb, dot);
       dot = fmaf(ta, tb, dot);
-      dot = row_reduce(dot, 0, parity, false);
+      dot = row_dot(dot, parity);
       write(pass_selector(dot), [&](float y, float g) { return y * (g - dot); });
     }
-    // The next row reuses `slots`: every warp must be past this row's reads of them.
-    __syncthreads();
   }
   // A peer may still be reading this CTA's last published values.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
