@@ -35,6 +35,23 @@ __device__ __forceinline__ float reciprocal(float s) {
   return r;
 }
 
+// 2^(x * log2(e) - shift): exp(x - c) with shift = c * log2(e), one FMA and the special-function
+// unit's 2^y (exp_ takes a subtraction and a multiplication before it). Rounding c * log2(e)
+// moves the result by about |c| * 2^-24 relative, far below a 16-bit ulp; only the 16-bit
+// forwards use it. -inf gives 0; inf - inf and NaN give NaN, as in exp_.
+__device__ __forceinline__ float exp_shifted(float x, float shift) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(x, 1.4426950408889634f, -shift)));
+  return y;
+}
+// log2(s) from the special-function unit (lg2.approx: absolute error about 2^-22). 0 gives -inf,
+// +inf gives +inf, NaN stays NaN.
+__device__ __forceinline__ float log2_(float s) {
+  float r;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(s));
+  return r;
+}
+
 // exp(part_max - max_val), the factor that moves a partial sum onto a larger max. Equal maxima
 // give 1 even when both are infinite: partials that saw only -inf (sum 0) or only NaN (sum NaN)
 // merge to 0 or NaN, never to exp(-inf - -inf) = NaN. A +inf max needs no care: the partial that

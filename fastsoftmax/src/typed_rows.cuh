@@ -281,13 +281,44 @@ __device__ __forceinline__ unsigned word_of(float lo, float hi) {
     return *reinterpret_cast<const unsigned*>(&v);
   }
 }
-// The selector of a pass: identity, or zero bytes where its reduced value is NaN.
-__device__ __forceinline__ unsigned pass_selector(float reduced) {
-  return reduced != reduced ? 0x4444u : 0x3210u;
-}
+// A word of a pack through a byte permutation (see word_lo).
 __device__ __forceinline__ unsigned word_at(const uint4& p, int j, unsigned selector) {
   const unsigned w = j == 0 ? p.x : j == 1 ? p.y : j == 2 ? p.z : p.w;
   return __byte_perm(w, 0u, selector);
+}
+// A pass's reading of a word's two values as float32, through selectors that depend on the pass's
+// reduced value as above. In bf16 the permutation is the conversion too: a bf16 value is the top
+// half of a float32, so one byte permutation a value moves its two bytes up and zeroes the low two
+// (or zeroes all four where the reduced value is NaN). fp16 permutes the word, then converts.
+template <typename T>
+struct PassWords {
+  unsigned lo, hi;  // bf16: a selector a half; fp16: the word's selector (in lo)
+  __device__ __forceinline__ explicit PassWords(float reduced) {
+    const bool nan = reduced != reduced;
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      lo = nan ? 0x4444u : 0x1044u;
+      hi = nan ? 0x4444u : 0x3244u;
+    } else {
+      lo = hi = nan ? 0x4444u : 0x3210u;
+    }
+  }
+  __device__ __forceinline__ float low(unsigned w) const {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      return __uint_as_float(__byte_perm(w, 0u, lo));
+    } else {
+      return word_lo<T>(__byte_perm(w, 0u, lo));
+    }
+  }
+  __device__ __forceinline__ float high(unsigned w) const {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      return __uint_as_float(__byte_perm(w, 0u, hi));
+    } else {
+      return word_hi<T>(__byte_perm(w, 0u, lo));
+    }
+  }
+};
+__device__ __forceinline__ unsigned word_of_pack(const uint4& p, int j) {
+  return j == 0 ? p.x : j == 1 ? p.y : j == 2 ? p.z : p.w;
 }
 // The largest of a pack's 8 values, in pairs in the dtype (three max instructions on pairs). A NaN
 // is skipped, as fmaxf skips it; it still reaches the sum through exp.
@@ -432,7 +463,7 @@ __global__ void __launch_bounds__(
     }
     auto* o_body = reinterpret_cast<uint4*>(out + offset + s.head) + begin;
     // out = f(a, b) for every value this thread holds; the words pass through `selector` first.
-    auto write = [&](unsigned selector, auto f) {
+    auto write = [&](const PassWords<T>& by, auto f) {
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
         const int i = t + k * kThreads;
@@ -452,9 +483,9 @@ __global__ void __launch_bounds__(
                                                               : wb[k].w,
                                                      0)));
             } else {
-              const unsigned x = word_at(wa[k], j, selector);
-              const unsigned y = kBackward ? word_at(wb[k], j, selector) : 0u;
-              o[j] = word_of<T>(f(word_lo<T>(x), word_lo<T>(y)), f(word_hi<T>(x), word_hi<T>(y)));
+              const unsigned x = word_of_pack(wa[k], j);
+              const unsigned y = kBackward ? word_of_pack(wb[k], j) : 0u;
+              o[j] = word_of<T>(f(by.low(x), by.low(y)), f(by.high(x), by.high(y)));
             }
           }
           o_body[i] = make_uint4(o[0], o[1], o[2], o[3]);
@@ -471,21 +502,24 @@ __global__ void __launch_bounds__(
       for (int k = 0; k < kPacks; ++k) m = fmaxf(m, words_max<T>(wa[k]));
       m = fmaxf(m, fmaxf(ha, ta));
       const float base = m == -INFINITY ? 0.f : m;
-      const unsigned by_base = pass_selector(base);
+      const PassWords<T> by_base(base);
+      const float base_shift = base * 1.4426950408889634f;
       float sum = 0.f;
 #pragma unroll
       for (int k = 0; k < kPacks; ++k)
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const unsigned x = word_at(wa[k], j, by_base);
-          sum += exp_(word_lo<T>(x) - base);
-          sum += exp_(word_hi<T>(x) - base);
+          const unsigned x = word_of_pack(wa[k], j);
+          sum += exp_shifted(by_base.low(x), base_shift);
+          sum += exp_shifted(by_base.high(x), base_shift);
         }
-      sum += exp_(ha - base);
-      sum += exp_(ta - base);
+      sum += exp_shifted(ha, base_shift);
+      sum += exp_shifted(ta, base_shift);
       row_pair(m, sum, parity);
-      const float inv = reciprocal(sum);
-      write(pass_selector(inv), [&](float x, float) { return exp_(x - m) * inv; });
+      // exp(x - m) / sum = 2^(x * log2(e) - (m * log2(e) + log2(sum))): the division folds into
+      // the exponent. A row of only -inf gives -inf - -inf = NaN, as exp(x - m) / sum does.
+      const float shift = fmaf(m, 1.4426950408889634f, log2_(sum));
+      write(PassWords<T>(shift), [&](float x, float) { return exp_shifted(x, shift); });
     } else {
       float dot = 0.f;
 #pragma unroll
@@ -500,7 +534,7 @@ __global__ void __launch_bounds__(
       dot = fmaf(ha, hb, dot);
       dot = fmaf(ta, tb, dot);
       dot = row_dot(dot, parity);
-      write(pass_selector(dot), [&](float y, float g) { return y * (g - dot); });
+      write(PassWords<T>(dot), [&](float y, float g) { return y * (g - dot); });
     }
   }
   // A peer may still be reading this CTA's last published values.
