@@ -414,6 +414,20 @@ TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {
     infinity_and_large_values(200, cols);
   }
 }
+TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16InSharedMemory) {
+  // The same rows in shared memory (word clusters off): a CTA a row, then a cluster of two.
+  setenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS", "0", 1);
+  struct Restore {
+    ~Restore() { unsetenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS"); }
+  } restore;
+  for (const int cols : {40000, 70001}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    const auto plan = fastsoftmax::describe(static_cast<const __nv_bfloat16*>(nullptr), nullptr,
+                                            200, cols);
+    ASSERT_EQ(plan.path, "typed_smem") << plan.why;
+    infinity_and_large_values(200, cols);
+  }
+}
 
 // Host-side checks: refused before any memory is touched, so no GPU is needed.
 using softmax::testing::refusal;

@@ -38,7 +38,12 @@ __device__ __forceinline__ float reciprocal(float s) {
 // 2^(x * log2(e) - shift): exp(x - c) with shift = c * log2(e), one FMA and the special-function
 // unit's 2^y (exp_ takes a subtraction and a multiplication before it). Rounding c * log2(e)
 // moves the result by about |c| * 2^-24 relative, far below a 16-bit ulp; only the 16-bit
-// forwards use it. -inf gives 0; inf - inf and NaN give NaN, as in exp_.
+// forward's word kernel uses it. -inf gives 0; inf - inf and NaN give NaN, as in exp_.
+// c * log2(e) overflows float32 where |c| passes about 2.36e38 (bf16 reaches 3.39e38): a row whose
+// reduced values pass 2.3e38 takes exp_ instead (shift_fits).
+__device__ __forceinline__ bool shift_fits(float c) {
+  return fabsf(c) < 2.3e38f || fabsf(c) == INFINITY;
+}
 __device__ __forceinline__ float exp_shifted(float x, float shift) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(x, 1.4426950408889634f, -shift)));

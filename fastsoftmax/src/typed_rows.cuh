@@ -503,23 +503,33 @@ __global__ void __launch_bounds__(
       m = fmaxf(m, fmaxf(ha, ta));
       const float base = m == -INFINITY ? 0.f : m;
       const PassWords<T> by_base(base);
+      auto sum_of = [&](auto e) {
+        float sum = 0.f;
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const unsigned x = word_of_pack(wa[k], j);
+            sum += e(by_base.low(x));
+            sum += e(by_base.high(x));
+          }
+        return sum + e(ha) + e(ta);
+      };
+      // Both passes fold the subtraction into one FMA (exp_shifted) unless the values are too
+      // large for that (shift_fits; never in fp16): a branch the same for a whole thread or row.
       const float base_shift = base * 1.4426950408889634f;
-      float sum = 0.f;
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const unsigned x = word_of_pack(wa[k], j);
-          sum += exp_shifted(by_base.low(x), base_shift);
-          sum += exp_shifted(by_base.high(x), base_shift);
-        }
-      sum += exp_shifted(ha, base_shift);
-      sum += exp_shifted(ta, base_shift);
+      float sum = shift_fits(base) ? sum_of([&](float x) { return exp_shifted(x, base_shift); })
+                                   : sum_of([&](float x) { return exp_(x - base); });
       row_pair(m, sum, parity);
-      // exp(x - m) / sum = 2^(x * log2(e) - (m * log2(e) + log2(sum))): the division folds into
-      // the exponent. A row of only -inf gives -inf - -inf = NaN, as exp(x - m) / sum does.
-      const float shift = fmaf(m, 1.4426950408889634f, log2_(sum));
-      write(PassWords<T>(shift), [&](float x, float) { return exp_shifted(x, shift); });
+      if (shift_fits(m)) {
+        // exp(x - m) / sum = 2^(x * log2(e) - (m * log2(e) + log2(sum))): the division folds
+        // into the exponent. A row of only -inf gives -inf - -inf = NaN, as exp(x - m) / sum.
+        const float shift = fmaf(m, 1.4426950408889634f, log2_(sum));
+        write(PassWords<T>(shift), [&](float x, float) { return exp_shifted(x, shift); });
+      } else {
+        const float inv = reciprocal(sum);
+        write(PassWords<T>(inv), [&](float x, float) { return exp_(x - m) * inv; });
+      }
     } else {
       float dot = 0.f;
 #pragma unroll

@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
       }
       load_edges<T, kVec, kBackward>(a, b, q);  // after the loop: live across it, they spilled
     }
-    float by, m = 0.f;  // by: the output's shift (forward, see below) or the dot product
+    float by, m = 0.f;  // by: 1 / sum (forward) or the dot product (backward)
     if constexpr (kBackward) {
       acc = fmaf(q.head_a, q.head_b, fmaf(q.tail_a, q.tail_b, acc));  // zeros where not owned
       by = row_reduce(acc, 0, parity, false);
@@ -219,26 +219,23 @@ __global__ void __launch_bounds__(kThreads, typed_smem_min_blocks<kThreads>())
       if (q.has_head) acc = fmaxf(acc, q.head_a);
       if (q.has_tail) acc = fmaxf(acc, q.tail_a);
       m = row_reduce(acc, 0, parity, true);
-      // Pass 1b: the sum of exps against the row's max, each one FMA and 2^y (exp_shifted).
-      const float m_shift = m * 1.4426950408889634f;
+      // Pass 1b: the sum of exps against the row's max.
       float sum = 0.f;
 #pragma unroll(kBackward ? 2 : 4)
       for (int j = t; j < q.count; j += kThreads) {
         const P pa = buf[j];
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) sum += exp_shifted(Elem<T>::in(pa.v[e]), m_shift);
+        for (int e = 0; e < kVec; ++e) sum += exp_(Elem<T>::in(pa.v[e]) - m);
       }
-      if (q.has_head) sum += exp_shifted(q.head_a, m_shift);
-      if (q.has_tail) sum += exp_shifted(q.tail_a, m_shift);
-      // exp(x - m) / sum = 2^(x * log2(e) - (m * log2(e) + log2(sum))): the division folds into
-      // the exponent.
-      by = fmaf(m, 1.4426950408889634f, log2_(row_reduce(sum, 1, parity, false)));
+      if (q.has_head) sum += exp_(q.head_a - m);
+      if (q.has_tail) sum += exp_(q.tail_a - m);
+      by = reciprocal(row_reduce(sum, 1, parity, false));
     }
     auto result = [&](float va, float vb) {
       if constexpr (kBackward) {
         return va * (vb - by);
       } else {
-        return exp_shifted(va, by);
+        return exp_(va - m) * by;
       }
     };
 
