@@ -292,12 +292,6 @@ bool launch_typed_words_cluster(const T* a, const T* b, T* out, int rows, int co
     if (launch_typed_words_cluster_of<T, true, 4>(a, b, out, rows, cols, packs, stream))
       return true;
     if ((packs + 2047) / 2048 <= kTypedMaxCluster) return false;  // fit failed, not the length
-  } else {
-    const char* v = std::getenv("FASTSOFTMAX_TYPED_FWD4");  // experiment: forward CTAs of 4 first
-    if (v != nullptr && std::string(v) == "1") {
-      if (launch_typed_words_cluster_of<T, false, 4>(a, b, out, rows, cols, packs, stream))
-        return true;
-    }
   }
   return launch_typed_words_cluster_of<T, kBackward, 8>(a, b, out, rows, cols, packs, stream);
 }
