@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/data.h"
@@ -415,16 +416,17 @@ TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {
   }
 }
 TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16InSharedMemory) {
-  // The same rows in shared memory (word clusters off): a CTA a row, then a cluster of two.
+  // Rows in shared memory (word clusters off; the shapes of kSmemForward16): a CTA a row, a
+  // cluster of two, a cluster of three.
   setenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS", "0", 1);
   struct Restore {
     ~Restore() { unsetenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS"); }
   } restore;
-  for (const int cols : {40000, 70001}) {
-    SCOPED_TRACE("cols " + std::to_string(cols));
-    Placed<__nv_bfloat16> x(size_t(200) * cols, 0);
-    ASSERT_EQ(fastsoftmax::describe(x.ptr, x.ptr, 200, cols).path, "typed_smem");
-    infinity_and_large_values(200, cols);
+  for (const auto [rows, cols] : {std::pair{100, 40000}, std::pair{133, 70001}, std::pair{40, 40000}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    Placed<__nv_bfloat16> x(size_t(rows) * cols, 0);
+    ASSERT_EQ(fastsoftmax::describe(x.ptr, x.ptr, rows, cols).path, "typed_smem");
+    infinity_and_large_values(rows, cols);
   }
 }
 
