@@ -100,24 +100,26 @@ std::vector<T> download(const T* src, size_t count) {
   return out;
 }
 
-// The harness's input (common/data.h: normal values with planted outliers), rounded to T; `exact`
-// gets the rounded values back in float, which is what the GPU sees and the reference is taken of.
+// The harness's input (common/data.h: normal values with planted outliers), plus `shift`, rounded
+// to T; `exact` gets the rounded values back in float, which is what the GPU sees and the
+// reference is taken of.
 template <typename T>
-std::vector<T> rounded_input(int rows, int cols, uint64_t seed, std::vector<float>& exact) {
+std::vector<T> rounded_input(int rows, int cols, uint64_t seed, std::vector<float>& exact,
+                             float shift = 0.f) {
   exact = softmax::make_input(rows, cols, seed);
   std::vector<T> x(exact.size());
   for (size_t i = 0; i < x.size(); ++i) {
-    x[i] = DType<T>::out(exact[i]);
+    x[i] = DType<T>::out(exact[i] + shift);
     exact[i] = DType<T>::in(x[i]);
   }
   return x;
 }
 
 template <typename T>
-void check_forward(const Case& c) {
+void check_forward(const Case& c, float shift = 0.f) {
   const size_t n = size_t(c.rows) * c.cols;
   std::vector<float> exact;
-  const std::vector<T> x = rounded_input<T>(c.rows, c.cols, softmax::next_seed(), exact);
+  const std::vector<T> x = rounded_input<T>(c.rows, c.cols, softmax::next_seed(), exact, shift);
   const std::vector<double> ref = softmax::reference_softmax(exact, c.rows, c.cols);
 
   Placed<T> dx(n, c.off_a), dy(n, c.off_out);
@@ -321,6 +323,28 @@ class TypedPaths : public softmax::testing::GpuTest<> {
 
 TEST_F(TypedPaths, ForwardBf16) { forward<__nv_bfloat16>(kForward16); }
 TEST_F(TypedPaths, ForwardF16) { forward<__half>(kForward16); }
+
+// Inputs far from 0 on the word kernels, whose forward folds exp(x - m) into one FMA on
+// m * log2(e) rounded to float32 where |m| < 1024, and takes exp_ past that: both sides of the
+// bound, up to bf16's largest (where every value of a row rounds to a few levels) and near
+// fp16's. The rounding of m * log2(e) would move results by |m| * 2^-24 relative: past 1024, a
+// large part of an fp16 ulp.
+const Case kFarForward16[] = {
+    {"words512x5_unaligned", 200, 20001, 3, 3, 3, "typed_block", true},
+    {"words_cluster_unaligned", 133, 70001, 3, 3, 3, "typed_words_cluster", true},
+};
+TEST_F(TypedPaths, ForwardFarFromZero) {
+  for (const Case& c : kFarForward16) {
+    for (const float shift : {-1000.f, 1000.f, 1100.f, -5000.f, 30000.f}) {
+      SCOPED_TRACE(std::string("float16 forward ") + c.name + " shift " + std::to_string(shift));
+      check_forward<__half>(c, shift);
+    }
+    for (const float shift : {1000.f, -1e5f, 1e30f}) {
+      SCOPED_TRACE(std::string("bfloat16 forward ") + c.name + " shift " + std::to_string(shift));
+      check_forward<__nv_bfloat16>(c, shift);
+    }
+  }
+}
 TEST_F(TypedPaths, BackwardBf16) { backward<__nv_bfloat16>(kBackward16); }
 TEST_F(TypedPaths, BackwardF16) { backward<__half>(kBackward16); }
 TEST_F(TypedPaths, BackwardF32) { backward<float>(kBackward32); }

@@ -36,13 +36,14 @@ __device__ __forceinline__ float reciprocal(float s) {
 }
 
 // 2^(x * log2(e) - shift): exp(x - c) with shift = c * log2(e), one FMA and the special-function
-// unit's 2^y (exp_ takes a subtraction and a multiplication before it). Rounding c * log2(e)
-// moves the result by about |c| * 2^-24 relative, far below a 16-bit ulp; only the 16-bit
-// forward's word kernel uses it. -inf gives 0; inf - inf and NaN give NaN, as in exp_.
-// c * log2(e) overflows float32 where |c| passes about 2.36e38 (bf16 reaches 3.39e38): a row whose
-// reduced values pass 2.3e38 takes exp_ instead (shift_fits).
+// unit's 2^y (exp_ takes a subtraction and a multiplication before it). -inf gives 0; inf - inf
+// and NaN give NaN, as in exp_. Only the 16-bit forward's word kernel uses it.
+// Rounding c * log2(e) to float32 moves the exponent by up to half an ulp of it, every result by
+// up to about |c| * 2^-24 relative: about 2^-14 at most (an eighth of an fp16 ulp) where
+// |c| < 1024, which is what shift_fits asks. Past that (large logits; bf16 reaches 3.4e38, where the shift would
+// not even be finite) the caller takes exp_(x - c), whose error depends on x - c, not on c.
 __device__ __forceinline__ bool shift_fits(float c) {
-  return fabsf(c) < 2.3e38f || fabsf(c) == INFINITY;
+  return fabsf(c) < 1024.f || fabsf(c) == INFINITY;
 }
 __device__ __forceinline__ float exp_shifted(float x, float shift) {
   float y;

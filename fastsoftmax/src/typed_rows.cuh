@@ -516,7 +516,7 @@ __global__ void __launch_bounds__(
         return sum + e(ha) + e(ta);
       };
       // Both passes fold the subtraction into one FMA (exp_shifted) unless the values are too
-      // large for that (shift_fits; never in fp16): a branch the same for a whole thread or row.
+      // large for that (shift_fits: |value| < 1024): a branch the same for a whole thread or row.
       const float base_shift = base * 1.4426950408889634f;
       float sum = shift_fits(base) ? sum_of([&](float x) { return exp_shifted(x, base_shift); })
                                    : sum_of([&](float x) { return exp_(x - base); });
