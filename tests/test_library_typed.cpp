@@ -326,15 +326,20 @@ TEST_F(TypedPaths, ForwardF16) { forward<__half>(kForward16); }
 
 // Inputs far from 0 on the word kernels, whose forward folds exp(x - m) into one FMA on
 // m * log2(e) rounded to float32 where |m| < 1024, and takes exp_ past that: both sides of the
-// bound, up to bf16's largest (where every value of a row rounds to a few levels) and near
-// fp16's. The rounding of m * log2(e) would move results by |m| * 2^-24 relative: past 1024, a
-// large part of an fp16 ulp.
+// bound, and values where folding would fail (results move by about |m| * 2^-23 relative: about
+// 3 fp16 ulps at 30000, everything at 1e30 in bf16, where a row rounds to a few levels). Within
+// the tolerance of one ulp a fold up to a few thousand would pass too; the bound keeps it to a
+// sixth of an ulp.
 const Case kFarForward16[] = {
     {"words512x5_unaligned", 200, 20001, 3, 3, 3, "typed_block", true},
     {"words_cluster_unaligned", 133, 70001, 3, 3, 3, "typed_words_cluster", true},
 };
 TEST_F(TypedPaths, ForwardFarFromZero) {
   for (const Case& c : kFarForward16) {
+    Placed<__half> probe(size_t(c.rows) * c.cols + 8, 0);  // the word kernel, not float blocks
+    EXPECT_NE(fastsoftmax::describe(probe.ptr + c.off_a, probe.ptr + c.off_out, c.rows, c.cols)
+                  .config.find("held in the dtype"),
+              std::string::npos);
     for (const float shift : {-1000.f, 1000.f, 1100.f, -5000.f, 30000.f}) {
       SCOPED_TRACE(std::string("float16 forward ") + c.name + " shift " + std::to_string(shift));
       check_forward<__half>(c, shift);

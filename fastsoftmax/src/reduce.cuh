@@ -38,9 +38,10 @@ __device__ __forceinline__ float reciprocal(float s) {
 // 2^(x * log2(e) - shift): exp(x - c) with shift = c * log2(e), one FMA and the special-function
 // unit's 2^y (exp_ takes a subtraction and a multiplication before it). -inf gives 0; inf - inf
 // and NaN give NaN, as in exp_. Only the 16-bit forward's word kernel uses it.
-// Rounding c * log2(e) to float32 moves the exponent by up to half an ulp of it, every result by
-// up to about |c| * 2^-24 relative: about 2^-14 at most (an eighth of an fp16 ulp) where
-// |c| < 1024, which is what shift_fits asks. Past that (large logits; bf16 reaches 3.4e38, where the shift would
+// Rounding c * log2(e) to float32 moves the exponent by up to half an ulp of it. The forward rounds
+// two such shifts (the sum's, the output's), so a result moves by up to about |c| * 2^-23
+// relative: at most about 2^-13 (a sixth of an fp16 ulp) where |c| < 1024, which is what
+// shift_fits asks. Past that (large logits; bf16 reaches 3.4e38, where the shift would
 // not even be finite) the caller takes exp_(x - c), whose error depends on x - c, not on c.
 __device__ __forceinline__ bool shift_fits(float c) {
   return fabsf(c) < 1024.f || fabsf(c) == INFINITY;

@@ -251,9 +251,10 @@ __global__ void __launch_bounds__(typed_block_threads<kThreads>(), typed_min_blo
 // ptxas sees that the conversions of the sum pass and of the output pass give the same values
 // and would keep the float32 copies alive between them, giving back the registers this saves. So
 // each pass first passes every word through a byte permutation whose selector depends on that
-// pass's reduced value: the identity, or all zero bytes where the value is NaN (then every output
-// of the row is NaN anyway, whatever the words). The words of one pass are then not the words of
-// another as far as ptxas can prove, and no pass can run before its reduction.
+// pass's reduced value: the identity (in bf16, the conversion: PassWords), or all zero bytes where
+// the value is NaN (then every output of the row is NaN anyway, whatever the words). The words of
+// one pass are then not the words of another as far as ptxas can prove, and no pass can run
+// before its reduction.
 template <typename T>
 __device__ __forceinline__ float word_lo(unsigned w) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
@@ -462,7 +463,7 @@ __global__ void __launch_bounds__(
       tb = has_tail ? Elem<T>::in(b[tail_at + t]) : 0.f;
     }
     auto* o_body = reinterpret_cast<uint4*>(out + offset + s.head) + begin;
-    // out = f(a, b) for every value this thread holds; the words pass through `selector` first.
+    // out = f(a, b) for every value this thread holds, each read through the pass's selectors.
     auto write = [&](const PassWords<T>& by, auto f) {
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
