@@ -451,7 +451,8 @@ TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16InSharedMemory) {
   struct Restore {
     ~Restore() { unsetenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS"); }
   } restore;
-  for (const auto [rows, cols] : {std::pair{100, 40000}, std::pair{133, 70001}, std::pair{40, 40000}}) {
+  for (const auto [rows, cols] :
+       {std::pair{100, 40000}, std::pair{133, 70001}, std::pair{40, 40000}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
     Placed<__nv_bfloat16> x(size_t(rows) * cols, 0);
     ASSERT_EQ(fastsoftmax::describe(x.ptr, x.ptr, rows, cols).path, "typed_smem");
