@@ -282,10 +282,12 @@ __device__ __forceinline__ unsigned word_of(float lo, float hi) {
     return *reinterpret_cast<const unsigned*>(&v);
   }
 }
-// A word of a pack through a byte permutation (see word_lo).
+// Word j of a pack, and the same through a byte permutation (see word_lo).
+__device__ __forceinline__ unsigned word_of_pack(const uint4& p, int j) {
+  return j == 0 ? p.x : j == 1 ? p.y : j == 2 ? p.z : p.w;
+}
 __device__ __forceinline__ unsigned word_at(const uint4& p, int j, unsigned selector) {
-  const unsigned w = j == 0 ? p.x : j == 1 ? p.y : j == 2 ? p.z : p.w;
-  return __byte_perm(w, 0u, selector);
+  return __byte_perm(word_of_pack(p, j), 0u, selector);
 }
 // A pass's reading of a word's two values as float32, through selectors that depend on the pass's
 // reduced value as above. In bf16 the permutation is the conversion too: a bf16 value is the top
@@ -318,9 +320,6 @@ struct PassWords {
     }
   }
 };
-__device__ __forceinline__ unsigned word_of_pack(const uint4& p, int j) {
-  return j == 0 ? p.x : j == 1 ? p.y : j == 2 ? p.z : p.w;
-}
 // The largest of a pack's 8 values, in pairs in the dtype (three max instructions on pairs). A NaN
 // is skipped, as fmaxf skips it; it still reaches the sum through exp.
 template <typename T>
@@ -473,16 +472,8 @@ __global__ void __launch_bounds__(
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             if constexpr (kPerWord == 1) {  // float32: no conversion for ptxas to share
-              o[j] = __float_as_uint(f(word_value<T>(j == 0   ? wa[k].x
-                                                     : j == 1 ? wa[k].y
-                                                     : j == 2 ? wa[k].z
-                                                              : wa[k].w,
-                                                     0),
-                                       word_value<T>(j == 0   ? wb[k].x
-                                                     : j == 1 ? wb[k].y
-                                                     : j == 2 ? wb[k].z
-                                                              : wb[k].w,
-                                                     0)));
+              o[j] = __float_as_uint(f(word_value<T>(word_of_pack(wa[k], j), 0),
+                                       word_value<T>(word_of_pack(wb[k], j), 0)));
             } else {
               const unsigned x = word_of_pack(wa[k], j);
               const unsigned y = kBackward ? word_of_pack(wb[k], j) : 0u;
