@@ -376,11 +376,14 @@ const Case kSmemBackward32[] = {
     {"smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_smem", true},
 };
 
+// FASTSOFTMAX_TYPED_CLUSTER_WORDS=0 for a test's lifetime (back on also when a check throws).
+struct WordClustersOff {
+  WordClustersOff() { setenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS", "0", 1); }
+  ~WordClustersOff() { unsetenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS"); }
+};
+
 TEST_F(TypedPaths, SmemWithoutWordClusters) {
-  setenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS", "0", 1);
-  struct Restore {
-    ~Restore() { unsetenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS"); }
-  } restore;
+  const WordClustersOff off;
   forward<__nv_bfloat16>(kSmemForward16);
   backward<__half>(kSmemBackward16);
   backward<float>(kSmemBackward32);
@@ -447,10 +450,7 @@ TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {
 TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16InSharedMemory) {
   // Rows in shared memory (word clusters off; the shapes of kSmemForward16): a CTA a row, a
   // cluster of two, a cluster of three.
-  setenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS", "0", 1);
-  struct Restore {
-    ~Restore() { unsetenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS"); }
-  } restore;
+  const WordClustersOff off;
   for (const auto [rows, cols] :
        {std::pair{100, 40000}, std::pair{133, 70001}, std::pair{40, 40000}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
