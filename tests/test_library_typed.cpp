@@ -460,6 +460,40 @@ TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16InSharedMemory) {
   }
 }
 
+// bf16 outputs under 2^-126 (float32's smallest normal) that bf16 holds as subnormals: a row of
+// zeros and one -80 gives exp(-80) / (cols - 1), about 1e-39 at 20001 columns, on the word block
+// and the word cluster kernels.
+TEST_F(TypedEdgeValues, SubnormalOutputsInBf16) {
+  for (const auto [rows, cols] : {std::pair{200, 20001}, std::pair{133, 70001}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    std::vector<__nv_bfloat16> x(size_t(rows) * cols, __float2bfloat16_rn(0.f));
+    for (int r = 0; r < rows; ++r) {
+      x[size_t(r) * cols + (r * 7919) % cols] = __float2bfloat16_rn(-80.f);
+    }
+    Placed<__nv_bfloat16> d(x.size(), 0);
+    upload(d.ptr, x);
+    ASSERT_NE(fastsoftmax::describe(d.ptr, d.ptr, rows, cols).config.find("held in the dtype"),
+              std::string::npos);
+    fastsoftmax::softmax(d.ptr, d.ptr, rows, cols);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto y = download(d.ptr, x.size());
+    const double small = std::exp(-80.0) / (std::exp(-80.0) + (cols - 1));
+    const double large = 1.0 / (std::exp(-80.0) + (cols - 1));
+    int bad = 0;
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) {
+        const double ref = c == (r * 7919) % cols ? small : large;
+        const double got = __bfloat162float(y[size_t(r) * cols + c]);
+        if (!(std::fabs(got - ref) <= ulp<__nv_bfloat16>(ref) + tiny<__nv_bfloat16>()) &&
+            bad++ < 3) {
+          ADD_FAILURE() << "row " << r << " col " << c << ": got " << got << ", reference " << ref;
+        }
+      }
+    }
+    EXPECT_EQ(bad, 0);
+  }
+}
+
 // Host-side checks: refused before any memory is touched, so no GPU is needed.
 using softmax::testing::refusal;
 template <typename T>

@@ -517,7 +517,15 @@ __global__ void __launch_bounds__(
         // exp(x - m) / sum = 2^(x * log2(e) - (m * log2(e) + log2(sum))): the division folds
         // into the exponent. A row of only -inf gives -inf - -inf = NaN, as exp(x - m) / sum.
         const float shift = fmaf(m, 1.4426950408889634f, log2_(sum));
-        write(PassWords<T>(shift), [&](float x, float) { return exp_shifted(x, shift); });
+        if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+          // ex2.approx.ftz returns 0 under 2^-126, where bf16 still has subnormals (down to
+          // 2^-133): take 2^(y + 64), then scale by 2^-64 (exact; the product keeps subnormals).
+          const float raised = shift - 64.f;
+          write(PassWords<T>(shift),
+                [&](float x, float) { return exp_shifted(x, raised) * 0x1p-64f; });
+        } else {
+          write(PassWords<T>(shift), [&](float x, float) { return exp_shifted(x, shift); });
+        }
       } else {
         const float inv = reciprocal(sum);
         write(PassWords<T>(inv), [&](float x, float) { return exp_(x - m) * inv; });
