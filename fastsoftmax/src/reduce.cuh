@@ -127,6 +127,16 @@ __device__ __forceinline__ void warp_reduce_pair(float& max_val, float& sum) {
   }
 }
 
+// The warp's (max, sum) pair from each lane's pair (its sum taken against its own max): the max in
+// one instruction (warp_max), each lane's sum moved onto it (one exponential), then a butterfly
+// of adds. Every lane ends with the same bits (a + b and b + a round alike). warp_reduce_pair
+// merges five times, two exponentials each.
+__device__ __forceinline__ void warp_pair_by_max(float& max_val, float& sum) {
+  const float top = warp_max(max_val);
+  sum = group_all_reduce<kWarpSize, false>(sum * rescale(max_val, top));
+  max_val = top;
+}
+
 // y = exp(x - base) * exp(base - row_max) / row_sum, with base the thread's own max: the factor a
 // thread scales its exps by. A thread that saw no finite value holds only zeros: its factor is
 // 0 / row_sum, which is 0, or NaN where the row's sum is NaN (a NaN or +inf anywhere in the row) as
@@ -190,6 +200,20 @@ __device__ __forceinline__ void block_reduce_pair(float& max_val, float& sum, fl
   max_val = pair.x;
   sum = pair.y;
   warp_reduce_pair(max_val, sum);
+}
+
+// block_reduce_pair with warp_pair_by_max at both levels.
+template <int kThreads>
+__device__ __forceinline__ void block_pair_by_max(float& max_val, float& sum, float2* pairs) {
+  constexpr int kWarps = kThreads / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  warp_pair_by_max(max_val, sum);
+  if (lane == 0) pairs[threadIdx.x / kWarpSize] = make_float2(max_val, sum);
+  __syncthreads();
+  const float2 pair = lane < kWarps ? pairs[lane] : make_float2(-INFINITY, 0.f);
+  max_val = pair.x;
+  sum = pair.y;
+  warp_pair_by_max(max_val, sum);
 }
 
 // Max and exp over values a thread holds in registers (K of them, or kPacks slots of kVec).

@@ -364,8 +364,9 @@ __host__ __device__ constexpr int typed_words_min_blocks() {
 // thread (pack t, t + kThreads, ...) and its head and tail element (at most 7 of each: one a
 // thread). kCluster (sm_90): a cluster of C CTAs a row, CTA r holding packs [r * chunk, (r + 1) *
 // chunk) of the body (CTA 0 also the head and tail); each reduction goes over the block, then
-// over the cluster: every CTA publishes its value, one cluster barrier, and every thread combines
-// all C in rank order through distributed shared memory (every CTA gets the same bits).
+// over the cluster: every CTA publishes its value, one cluster barrier, and each warp reads the C
+// values through distributed shared memory, a lane each, and reduces them (every CTA gets the same
+// bits).
 template <typename T, int kThreads, int kPacks, bool kBackward, bool kCluster = false>
 __global__ void __launch_bounds__(
     kThreads, typed_words_min_blocks<kThreads, 4 * kPacks*(kBackward ? 2 : 1)>())
@@ -395,34 +396,38 @@ __global__ void __launch_bounds__(
   }
 #endif
   // The row's (max, sum) pair (forward) from each thread's pair, taken against the thread's own
-  // max: over the block, then (kCluster) over the cluster, each CTA's pair merged in rank order
-  // through distributed shared memory (every CTA gets the same bits). One barrier, and one cluster
-  // barrier, a row.
+  // max: over the block, then (kCluster) over the cluster's published pairs (block_pair_by_max,
+  // warp_pair_by_max: a max, one exponential a lane, a butterfly of adds). One barrier, and one
+  // cluster barrier, a row.
   auto row_pair = [&](float& m, float& sum, int parity) {
-    block_reduce_pair<kThreads>(m, sum, pairs[parity]);
+    block_pair_by_max<kThreads>(m, sum, pairs[parity]);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kCluster) {
       if (threadIdx.x == 0) published[parity] = make_float2(m, sum);
       cluster.sync();
-      const float2 first = *cluster.map_shared_rank(&published[parity], 0);
-      m = first.x, sum = first.y;
-      for (int q = 1; q < ctas; ++q) {
-        const float2 p = *cluster.map_shared_rank(&published[parity], q);
-        merge(m, sum, p.x, p.y);
-      }
+      // Lane q of each warp reads CTA q's pair (one remote load a lane, all in flight at once),
+      // and the warp reduces them as it reduced its own lanes' pairs: the same values in the same
+      // lanes in every warp of every CTA, so all get the same bits.
+      const int lane = threadIdx.x % kWarpSize;
+      float2 mine = make_float2(-INFINITY, 0.f);
+      if (lane < ctas) mine = *cluster.map_shared_rank(&published[parity], lane);
+      m = mine.x;
+      sum = mine.y;
+      warp_pair_by_max(m, sum);
     }
 #endif
   };
-  // The row's dot product (backward): over the block, then (kCluster) the cluster's, summed in
-  // rank order.
+  // The row's dot product (backward): over the block, then (kCluster) the cluster's, summed by a
+  // butterfly.
   auto row_dot = [&](float v, int parity) {
     v = block_all_reduce<kThreads, false>(v, slots[parity]);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kCluster) {
       if (threadIdx.x == 0) published[parity].x = v;
       cluster.sync();
-      v = 0.f;
-      for (int q = 0; q < ctas; ++q) v += cluster.map_shared_rank(&published[parity], q)->x;
+      const int lane = threadIdx.x % kWarpSize;  // as in row_pair: a remote load a lane
+      v = lane < ctas ? cluster.map_shared_rank(&published[parity], lane)->x : 0.f;
+      v = group_all_reduce<kWarpSize, false>(v);
     }
 #endif
     return v;
