@@ -320,13 +320,18 @@ struct PassWords {
     }
   }
 };
-// The largest of a pack's 8 values, in pairs in the dtype (three max instructions on pairs). A NaN
-// is skipped, as fmaxf skips it; it still reaches the sum through exp.
-template <typename T>
-__device__ __forceinline__ float words_max(const uint4& p) {
+// The largest of kPacks packs' values, in pairs in the dtype (max instructions on pairs, one
+// conversion at the end). A NaN is skipped, as fmaxf skips it; it still reaches the sum through
+// exp.
+template <typename T, int kPacks>
+__device__ __forceinline__ float words_max(const uint4 (&p)[kPacks]) {
   using T2 = std::conditional_t<std::is_same_v<T, __nv_bfloat16>, __nv_bfloat162, __half2>;
-  const auto* h = reinterpret_cast<const T2*>(&p);
-  const T2 m = __hmax2(__hmax2(h[0], h[1]), __hmax2(h[2], h[3]));
+  T2 m = reinterpret_cast<const T2*>(&p[0])[0];
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    const auto* h = reinterpret_cast<const T2*>(&p[k]);
+    m = __hmax2(m, __hmax2(__hmax2(h[0], h[1]), __hmax2(h[2], h[3])));
+  }
   return fmaxf(__low2float(m), __high2float(m));
 }
 // Float32 rows (the backward) use the same kernel: a word is one value, nothing to convert.
@@ -494,10 +499,7 @@ __global__ void __launch_bounds__(
     if constexpr (!kBackward) {
       // The thread's max (on pairs of 16-bit values), its sum against that max (0 where it saw
       // only -inf), then the row's pair: one reduction a row.
-      float m = -INFINITY;
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) m = fmaxf(m, words_max<T>(wa[k]));
-      m = fmaxf(m, fmaxf(ha, ta));
+      float m = fmaxf(words_max<T>(wa), fmaxf(ha, ta));
       const float base = m == -INFINITY ? 0.f : m;
       const PassWords<T> by_base(base);
       auto sum_of = [&](auto e) {
