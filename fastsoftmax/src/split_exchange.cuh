@@ -18,16 +18,6 @@ struct ExchangeArea {
   unsigned long long arrived[2];
 };
 
-// The 32-bit shared-memory address of p in this CTA's window, and the same place in CTA `rank`'s.
-__device__ __forceinline__ uint32_t shared_at(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ uint32_t in_cta(uint32_t at, int rank) {
-  uint32_t remote;
-  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(at), "r"(rank));
-  return remote;
-}
-
 // The exchange of `cluster` and `cluster_held`: every CTA sends its pair to all K CTAs of the
 // cluster (itself included) with st.async, a store into another CTA's shared memory that, once it
 // lands, counts its 8 bytes off that CTA's barrier; each CTA has told its barrier to expect K*8
@@ -39,40 +29,6 @@ __device__ __forceinline__ uint32_t in_cta(uint32_t at, int rank) {
 // have read row i's set (the block reduction before it has a __syncthreads). A pair that arrives
 // before its receiver has set up the count for its row drives the count below zero, which is
 // allowed: the row's phase cannot complete before the receiver's own arrival.
-// A cluster-wide barrier without memory ordering. cluster.sync() arrives with release semantics:
-// each thread first waits until its earlier stores (and copies) have landed, a MEMBAR stall of
-// about 1.5 us a launch at the kernel's start and end, where nothing needs that ordering. Its two
-// halves are also used apart, by a CTA with work to do between arriving and waiting (the small
-// clusters).
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_barrier_relaxed() {
-  cluster_arrive_relaxed();
-  cluster_wait();
-}
-
-// Thread 0 sets up a CTA's two transaction barriers (one arrival each, by row parity) and makes
-// the set-up visible to the cluster (fence.mbarrier_init); a cluster barrier must follow before
-// any other CTA counts bytes on them.
-__device__ __forceinline__ void init_row_barriers(unsigned long long (&arrived)[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < 2; ++i)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_at(&arrived[i]))
-                   : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-#endif
-}
-
 struct ClusterExchange {
   // The barriers' set-up made visible to the cluster by the fence made for it
   // (fence.mbarrier_init), then a relaxed cluster barrier: no pair is sent to a barrier not yet

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 
+#include "mbarrier.cuh"
 #include "reduce.cuh"
 #include "row_split.cuh"
 #include "split_sizes.h"
@@ -151,21 +152,6 @@ __device__ __forceinline__ void fetch_part_bulk(const float* x, int lead, int64_
 #endif
   if (p.index == 0 && t < pr.r.head) edge = x[pr.r.start + t];
   if (p.index == p.parts - 1 && t < pr.r.tail) edge = x[pr.r.start + pr.r.tail_at + t];
-}
-
-// Spins until the mbarrier at `barrier` has completed the phase of parity `phase`.
-__device__ __forceinline__ void wait_parity(uint32_t barrier, uint32_t phase) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred ready;\n mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, ready;\n}\n"
-        : "=r"(done)
-        : "r"(barrier), "r"(phase)
-        : "memory");
-  } while (!done);
-#endif
 }
 
 }  // namespace fastsoftmax::detail

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "mbarrier.cuh"
 #include "reduce.cuh"
 
 namespace fastsoftmax::detail {
@@ -354,6 +355,9 @@ __device__ __forceinline__ unsigned minus_infinity_word() {
   return std::is_same_v<T, __nv_bfloat16> ? 0xff80ff80u : 0xfc00fc00u;
 }
 
+// The most CTAs a word cluster takes (typed_launch.cuh checks kTypedMaxCluster against it).
+constexpr int kWordsMaxCluster = 16;
+
 // Blocks an SM the register budget of typed_words_kernel is set for: a thread's words plus about
 // 24 registers for addresses, indices and sums, rounded as the hardware allocates (8 a thread).
 template <int kThreads, int kWords>
@@ -390,7 +394,13 @@ __global__ void __launch_bounds__(
   // reaches the row after next only past the next row's cluster barrier, which every peer reaches
   // after reading this row's values.
   __shared__ float2 published[2];
-  (void)pairs, (void)slots, (void)published;
+  // The forward's cluster exchange (kCluster): every warp's pair pushed into every CTA of the
+  // cluster, [row parity][rank * warps + warp], with a transaction barrier a parity.
+  constexpr int kWarps = kThreads / kWarpSize;
+  constexpr bool kPushed = kCluster && !kBackward;
+  __shared__ float2 pushed[kPushed ? 2 : 1][kPushed ? kWordsMaxCluster * kWarps : 1];
+  __shared__ unsigned long long pushed_in[2];
+  (void)pairs, (void)slots, (void)published, (void)pushed, (void)pushed_in;
   int ctas = 1, rank = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
@@ -401,26 +411,48 @@ __global__ void __launch_bounds__(
   }
 #endif
   // The row's (max, sum) pair (forward) from each thread's pair, taken against the thread's own
-  // max: over the block, then (kCluster) over the cluster's published pairs (block_pair_by_max,
-  // warp_pair_by_max: a max, one exponential a lane, a butterfly of adds). One barrier, and one
-  // cluster barrier, a row.
-  auto row_pair = [&](float& m, float& sum, int parity) {
-    block_pair_by_max<kThreads>(m, sum, pairs[parity]);
+  // max (warp_pair_by_max: a max, one exponential a lane, a butterfly of adds). Without a
+  // cluster, over the block: one barrier a row. In a cluster, pushed, as the float32 clusters'
+  // exchange does (split_exchange.cuh, ClusterExchange): lanes q < C of each warp store the warp's
+  // pair into CTA q's `pushed` with st.async, each store counting its bytes off that CTA's
+  // barrier, which expects C * kWarps pairs; each CTA waits on its own barrier only, then every
+  // warp reduces the C * kWarps pairs (the same values in the same places in every CTA, so all
+  // get the same bits). No block barrier and no cluster barrier a row.
+  //   Two sets by row parity: a warp stores row i+2's pair into the set that holds row i's only
+  // after its CTA received every warp's row i+1 pair, and each warp sends that only after its
+  // reads of row i's set have returned (their values are used before it). A pair that arrives
+  // before its receiver has armed the barrier for its row drives the count below zero, which is
+  // allowed: the phase cannot complete before the receiver's own arrival.
+  auto row_pair = [&](float& m, float& sum, int64_t use) {
+    const int parity = static_cast<int>(use & 1);
+    if constexpr (!kCluster) {
+      block_pair_by_max<kThreads>(m, sum, pairs[parity]);
+    } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if constexpr (kCluster) {
-      if (threadIdx.x == 0) published[parity] = make_float2(m, sum);
-      cluster.sync();
-      // Lane q of each warp reads CTA q's pair (one remote load a lane, all in flight at once),
-      // and the warp reduces them as it reduced its own lanes' pairs: the same values in the same
-      // lanes in every warp of every CTA, so all get the same bits.
-      const int lane = threadIdx.x % kWarpSize;
-      float2 mine = make_float2(-INFINITY, 0.f);
-      if (lane < ctas) mine = *cluster.map_shared_rank(&published[parity], lane);
-      m = mine.x;
-      sum = mine.y;
       warp_pair_by_max(m, sum);
-    }
+      const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+      const uint32_t barrier = shared_at(&pushed_in[parity]);
+      if (threadIdx.x == 0)
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier),
+                     "r"(ctas * kWarps * int(sizeof(float2)))
+                     : "memory");
+      if (lane < ctas)
+        asm volatile(
+            "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::
+                "r"(in_cta(shared_at(&pushed[parity][rank * kWarps + warp]), lane)),
+            "f"(m), "f"(sum), "r"(in_cta(barrier, lane))
+            : "memory");
+      wait_parity(barrier, static_cast<uint32_t>((use >> 1) & 1));
+      float pm = -INFINITY, ps = 0.f;
+      for (int k = lane; k < ctas * kWarps; k += kWarpSize) {
+        const float2 q = pushed[parity][k];
+        merge(pm, ps, q.x, q.y);
+      }
+      m = pm;
+      sum = ps;
+      warp_pair_by_max(m, sum);
 #endif
+    }
   };
   // The row's dot product (backward): over the block, then (kCluster) the cluster's, summed by a
   // butterfly.
@@ -441,8 +473,14 @@ __global__ void __launch_bounds__(
   const unsigned fill = kBackward ? 0u : minus_infinity_word<T>();
   const float edge_fill = kBackward ? 0.f : -INFINITY;
   const int64_t step = gridDim.x / ctas;
+  if constexpr (kPushed) {
+    // The barriers set up and the set-up made visible before any CTA pushes a pair.
+    init_row_barriers(pushed_in);
+    cluster_barrier_relaxed();
+  }
   int parity = 0;
-  for (int64_t row = blockIdx.x / ctas; row < rows; row += step, parity ^= 1) {
+  int64_t use = 0;  // this CTA's rows so far
+  for (int64_t row = blockIdx.x / ctas; row < rows; row += step, parity ^= 1, ++use) {
     const int64_t offset = row * cols;
     const TypedSplit<T, kVec> s(a + offset, cols, true);
     // This CTA's packs of the body: [begin, end) (all of them without a cluster).
@@ -519,7 +557,7 @@ __global__ void __launch_bounds__(
       const float base_shift = base * 1.4426950408889634f;
       float sum = shift_fits(base) ? sum_of([&](float x) { return exp_shifted(x, base_shift); })
                                    : sum_of([&](float x) { return exp_(x - base); });
-      row_pair(m, sum, parity);
+      row_pair(m, sum, use);
       if (shift_fits(m)) {
         // exp(x - m) / sum = 2^(x * log2(e) - (m * log2(e) + log2(sum))): the division folds
         // into the exponent. A row of only -inf gives -inf - -inf = NaN, as exp(x - m) / sum.
@@ -558,9 +596,15 @@ __global__ void __launch_bounds__(
       __syncthreads();
     }
   }
-  // A peer may still be reading this CTA's last published values.
+  // A peer may still be reading this CTA's last published values (backward), or storing into its
+  // shared memory (forward: every pair it receives has landed once it passed its last row's wait;
+  // the relaxed barrier keeps that rule explicit without waiting for any store).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (kCluster) cluster.sync();
+  if constexpr (kPushed) {
+    cluster_barrier_relaxed();
+  } else if constexpr (kCluster) {
+    cluster.sync();
+  }
 #endif
 }
 
