@@ -238,6 +238,9 @@ const Case kForward16[] = {
     {"words_cluster_was_smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_words_cluster", true},
     {"words_cluster_was_smem_few_rows_cluster3", 40, 40000, 0, 0, 0, "typed_words_cluster", true},
     {"words_cluster_was_smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_words_cluster", true},
+    // Many rows a cluster (about 88 clusters of 3 fit): every set and phase of the forward's
+    // exchange barriers comes round several times.
+    {"words_cluster_rows_past_fit", 600, 70001, 0, 0, 0, "typed_words_cluster", true},
     {"smem_cluster11", 20, 600001, 0, 0, 0, "typed_smem", true},
     {"spread_where_smem_cluster16_4_rows", 4, 600001, 0, 0, 0, "typed_spread", true},
     {"spread_where_smem_alone_cluster16", 2, 1000003, 0, 0, 0, "typed_spread", true},

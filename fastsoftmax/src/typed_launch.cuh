@@ -235,13 +235,13 @@ inline bool typed_cluster_words_on() {
   return v == nullptr || std::string(v) != "0";
 }
 
+static_assert(kTypedMaxCluster <= kWordsMaxCluster, "the word kernel's pushed pairs hold 16 CTAs");
+
 // Word blocks across a cluster (typed_words_kernel with kCluster): CTAs of 512 threads holding up
 // to 8 packs a thread forward (4096 packs, 32K elements a CTA) or 4 of each stream backward (2048
 // packs: 16K elements in 16-bit, 8K in float32), two CTAs an SM; a row takes the fewest CTAs that
 // hold it, 2 to 16. False where that is not 2-16 CTAs, clusters are not usable, or none fits (the
 // caller goes on to typed_smem).
-static_assert(kTypedMaxCluster <= kWordsMaxCluster, "the word kernel's pushed pairs hold 16 CTAs");
-
 template <typename T, bool kBackward, int kMaxPacks>
 bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int cols,
                                    int64_t packs, cudaStream_t stream) {

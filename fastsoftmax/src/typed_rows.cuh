@@ -372,10 +372,11 @@ __host__ __device__ constexpr int typed_words_min_blocks() {
 // (each element is read, then written, by the thread that holds it). A block a row, kPacks packs a
 // thread (pack t, t + kThreads, ...) and its head and tail element (at most 7 of each: one a
 // thread). kCluster (sm_90): a cluster of C CTAs a row, CTA r holding packs [r * chunk, (r + 1) *
-// chunk) of the body (CTA 0 also the head and tail); each reduction goes over the block, then
-// over the cluster: every CTA publishes its value, one cluster barrier, and each warp reads the C
-// values through distributed shared memory, a lane each, and reduces them (every CTA gets the same
-// bits).
+// chunk) of the body (CTA 0 also the head and tail). The forward pushes every warp's (max, sum)
+// pair into every CTA of the cluster and each CTA reduces all of them (row_pair); the backward
+// reduces over the block, publishes the CTA's dot product, one cluster barrier, and each warp
+// reads the C values through distributed shared memory, a lane each (row_dot). Every CTA gets the
+// same bits.
 template <typename T, int kThreads, int kPacks, bool kBackward, bool kCluster = false>
 __global__ void __launch_bounds__(
     kThreads, typed_words_min_blocks<kThreads, 4 * kPacks*(kBackward ? 2 : 1)>())
@@ -451,6 +452,8 @@ __global__ void __launch_bounds__(
       m = pm;
       sum = ps;
       warp_pair_by_max(m, sum);
+#else
+      __trap();  // clusters are launched only on sm_90 and later (the launcher checks)
 #endif
     }
   };
