@@ -374,8 +374,8 @@ __host__ __device__ constexpr int typed_words_min_blocks() {
 // thread). kCluster (sm_90): a cluster of C CTAs a row, CTA r holding packs [r * chunk, (r + 1) *
 // chunk) of the body (CTA 0 also the head and tail). The forward pushes every warp's (max, sum)
 // pair into every CTA of the cluster and each CTA reduces all of them (row_pair); the backward
-// reduces over the block, publishes the CTA's dot product, one cluster barrier, and each warp
-// reads the C values through distributed shared memory, a lane each (row_dot). Every CTA gets the
+// reduces over the block, publishes the CTA's dot product, one cluster barrier, and every thread
+// sums the C values in rank order through distributed shared memory (row_dot). Every CTA gets the
 // same bits.
 template <typename T, int kThreads, int kPacks, bool kBackward, bool kCluster = false>
 __global__ void __launch_bounds__(
@@ -457,17 +457,16 @@ __global__ void __launch_bounds__(
 #endif
     }
   };
-  // The row's dot product (backward): over the block, then (kCluster) the cluster's, summed by a
-  // butterfly.
+  // The row's dot product (backward): over the block, then (kCluster) the cluster's, summed in
+  // rank order.
   auto row_dot = [&](float v, int parity) {
     v = block_all_reduce<kThreads, false>(v, slots[parity]);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kCluster) {
       if (threadIdx.x == 0) published[parity].x = v;
       cluster.sync();
-      const int lane = threadIdx.x % kWarpSize;  // as in row_pair: a remote load a lane
-      v = lane < ctas ? cluster.map_shared_rank(&published[parity], lane)->x : 0.f;
-      v = group_all_reduce<kWarpSize, false>(v);
+      v = 0.f;
+      for (int q = 0; q < ctas; ++q) v += cluster.map_shared_rank(&published[parity], q)->x;
     }
 #endif
     return v;
