@@ -238,9 +238,9 @@ const Case kForward16[] = {
     {"words_cluster_was_smem_cluster2_unaligned", 133, 70001, 3, 3, 3, "typed_words_cluster", true},
     {"words_cluster_was_smem_few_rows_cluster3", 40, 40000, 0, 0, 0, "typed_words_cluster", true},
     {"words_cluster_was_smem_cluster16_unaligned", 8, 300001, 3, 3, 3, "typed_words_cluster", true},
-    // Many rows a cluster (about 88 clusters of 3 fit): every set and phase of the forward's
-    // exchange barriers comes round several times.
-    {"words_cluster_rows_past_fit", 600, 70001, 0, 0, 0, "typed_words_cluster", true},
+    // Several rows a cluster (fewer than 8 rounds of the clusters of 3 that fit, so the balanced
+    // count, all resident): every set and phase of the forward's exchange barriers comes round.
+    {"words_cluster_rows_past_fit", 400, 70001, 0, 0, 0, "typed_words_cluster", true},
     {"smem_cluster11", 20, 600001, 0, 0, 0, "typed_smem", true},
     {"spread_where_smem_cluster16_4_rows", 4, 600001, 0, 0, 0, "typed_spread", true},
     {"spread_where_smem_alone_cluster16", 2, 1000003, 0, 0, 0, "typed_spread", true},
@@ -412,6 +412,38 @@ TEST_F(TypedPaths, WithoutClusters) {
   Placed<__nv_bfloat16> x(40 * 40000, 0), y(40 * 40000, 0);
   const fastsoftmax::Plan plan = fastsoftmax::describe(x.ptr, y.ptr, 40, 40000);
   EXPECT_NE(plan.config.find("clusters of 1 CTAs"), std::string::npos) << plan.config;
+}
+
+// Word clusters over 8 rounds or more of the clusters that fit (1000 rows of clusters of 3 keep it
+// so up to 125 clusters of 3, 1200 rows up to 150): the grid queues far more clusters than fit, a
+// row a cluster forward (clusters of 3 here: a block of 1024 takes forward rows up to 65536
+// values), two rows a cluster backward (3 CTAs in 16-bit, 4 in float32). Fewer rows keep the
+// balanced count, all clusters resident.
+const Case kQueuedForward16[] = {
+    {"words_cluster_queued", 1000, 70001, 0, 0, 0, "typed_words_cluster", true},
+};
+const Case kQueuedBackward16[] = {
+    {"words_cluster_queued_unaligned", 1200, 33001, 3, 3, 3, "typed_words_cluster", true},
+};
+const Case kQueuedBackward32[] = {
+    {"words_cluster_queued", 1200, 24577, 0, 0, 0, "typed_words_cluster", true},
+};
+
+TEST_F(TypedPaths, QueuedWordClusters) {
+  forward<__nv_bfloat16>(kQueuedForward16);
+  backward<__half>(kQueuedBackward16);
+  backward<float>(kQueuedBackward32);
+  Placed<__half> h(size_t(1000) * 70001, 0);
+  Placed<float> f(size_t(1200) * 24577, 0);
+  const auto expect_in = [](const fastsoftmax::Plan& plan, const char* grid) {
+    EXPECT_NE(plan.config.find(grid), std::string::npos) << plan.config;
+  };
+  expect_in(fastsoftmax::describe(h.ptr, h.ptr, 1000, 70001), "queued, a row a cluster");
+  expect_in(fastsoftmax::describe_backward(h.ptr, h.ptr, h.ptr, 1200, 33001),
+            "queued, two rows a cluster");
+  expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 1200, 24577),
+            "queued, two rows a cluster");
+  expect_in(fastsoftmax::describe(h.ptr, h.ptr, 400, 70001), "clusters resident");
 }
 
 // -inf and a large value in 16-bit: exp(-inf) = 0 and no overflow (the max is taken first); a

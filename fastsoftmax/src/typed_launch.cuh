@@ -242,6 +242,15 @@ static_assert(kTypedMaxCluster <= kWordsMaxCluster, "the word kernel's pushed pa
 // packs: 16K elements in 16-bit, 8K in float32), two CTAs an SM; a row takes the fewest CTAs that
 // hold it, 2 to 16. False where that is not 2-16 CTAs, clusters are not usable, or none fits (the
 // caller goes on to typed_smem).
+//   How many clusters: the balanced count (every cluster the same number of rows, or one fewer, all
+// resident at once), except over kTypedQueuedRounds rounds or more of the clusters that fit. There
+// the grid holds far more clusters than fit, queued, and the hardware starts one wherever one ends,
+// so that no cluster's fixed share decides the time: the forward a cluster a row, the backward a
+// cluster per two rows where a row takes up to 4 CTAs. On the H200, long rows in bf16 forward
+// (1024x131072) went from 0.86 of memcpy to 0.96 and 256x524288 from 0.77 to 0.86; the backward
+// at 2048x65536 from 0.93 to 0.96, but lost with a cluster a row, and with 8-16 CTAs a row
+// queued at all (float32 1024x131072: 0.91 balanced, 0.83 two rows a cluster, 0.76 one).
+constexpr int64_t kTypedQueuedRounds = 8;
 template <typename T, bool kBackward, int kMaxPacks>
 bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int cols,
                                    int64_t packs, cudaStream_t stream) {
@@ -268,14 +277,20 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
     note("typed_words_cluster",
          "rows past a block's registers that 2-16 CTAs hold in registers in their dtype: a "
          "cluster a row");
+    const int64_t rounds = (rows + fit - 1) / fit;
+    const bool queued = rounds >= kTypedQueuedRounds && (!kBackward || ctas <= 4);
+    const int64_t clusters = !queued     ? (rows + rounds - 1) / rounds
+                             : kBackward ? (rows + 1) / 2
+                                         : rows;
     if (recording()) {
       name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") +
                   ", clusters of " + std::to_string(ctas) + " CTAs of " + std::to_string(kThreads) +
                   " threads a row, " + std::to_string(P) + " packs of " +
-                  std::to_string(16 / sizeof(T)) + " a thread held in the dtype");
+                  std::to_string(16 / sizeof(T)) + " a thread held in the dtype, " +
+                  (queued ? (kBackward ? "queued, two rows a cluster" : "queued, a row a cluster")
+                          : std::to_string(clusters) + " clusters resident"));
     }
-    const int64_t rounds = (rows + fit - 1) / fit;
-    const int64_t blocks = (rows + rounds - 1) / rounds * ctas;
+    const int64_t blocks = clusters * ctas;
     if (recorded(blocks, kThreads)) return;
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg =
