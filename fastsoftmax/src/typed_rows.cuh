@@ -372,11 +372,9 @@ __host__ __device__ constexpr int typed_words_min_blocks() {
 // (each element is read, then written, by the thread that holds it). A block a row, kPacks packs a
 // thread (pack t, t + kThreads, ...) and its head and tail element (at most 7 of each: one a
 // thread). kCluster (sm_90): a cluster of C CTAs a row, CTA r holding packs [r * chunk, (r + 1) *
-// chunk) of the body (CTA 0 also the head and tail). The forward pushes every warp's (max, sum)
-// pair into every CTA of the cluster and each CTA reduces all of them (row_pair); the backward
-// reduces over the block, publishes the CTA's dot product, one cluster barrier, and every thread
-// sums the C values in rank order through distributed shared memory (row_dot). Every CTA gets the
-// same bits.
+// chunk) of the body (CTA 0 also the head and tail). Every warp pushes its (max, sum) pair
+// (forward, row_pair) or its dot product (backward, row_dot) into every CTA of the cluster, and
+// each CTA reduces all of them. Every CTA gets the same bits.
 template <typename T, int kThreads, int kPacks, bool kBackward, bool kCluster = false>
 __global__ void __launch_bounds__(
     kThreads, typed_words_min_blocks<kThreads, 4 * kPacks*(kBackward ? 2 : 1)>())
@@ -391,17 +389,13 @@ __global__ void __launch_bounds__(
   // forward row. Forward: (max, sum) pairs; backward: the dot product.
   __shared__ float2 pairs[2][kThreads / kWarpSize];
   __shared__ float slots[2][kThreads / kWarpSize];
-  // This CTA's pair (forward) or dot product (backward) for its peers, by row parity: a CTA
-  // reaches the row after next only past the next row's cluster barrier, which every peer reaches
-  // after reading this row's values.
-  __shared__ float2 published[2];
-  // The forward's cluster exchange (kCluster): every warp's pair pushed into every CTA of the
-  // cluster, [row parity][rank * warps + warp], with a transaction barrier a parity.
+  // The cluster exchange (kCluster): every warp's pair (forward) or dot product (backward, in .x)
+  // pushed into every CTA of the cluster, [row parity][rank * warps + warp], with a transaction
+  // barrier a parity.
   constexpr int kWarps = kThreads / kWarpSize;
-  constexpr bool kPushed = kCluster && !kBackward;
-  __shared__ float2 pushed[kPushed ? 2 : 1][kPushed ? kWordsMaxCluster * kWarps : 1];
+  __shared__ float2 pushed[kCluster ? 2 : 1][kCluster ? kWordsMaxCluster * kWarps : 1];
   __shared__ unsigned long long pushed_in[2];
-  (void)pairs, (void)slots, (void)published, (void)pushed, (void)pushed_in;
+  (void)pairs, (void)slots, (void)pushed, (void)pushed_in;
   int ctas = 1, rank = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
@@ -411,71 +405,80 @@ __global__ void __launch_bounds__(
     rank = static_cast<int>(cluster.block_rank());
   }
 #endif
-  // The row's (max, sum) pair (forward) from each thread's pair, taken against the thread's own
-  // max (warp_pair_by_max: a max, one exponential a lane, a butterfly of adds). Without a
-  // cluster, over the block: one barrier a row. In a cluster, pushed, as the float32 clusters'
-  // exchange does (split_exchange.cuh, ClusterExchange): lanes q < C of each warp store the warp's
-  // pair into CTA q's `pushed` with st.async, each store counting its bytes off that CTA's
-  // barrier, which expects C * kWarps pairs; each CTA waits on its own barrier only, then every
-  // warp reduces the C * kWarps pairs (the same values in the same places in every CTA, so all
-  // get the same bits). No block barrier and no cluster barrier a row.
+  // The cluster exchange, pushed, as the float32 clusters' exchange is (split_exchange.cuh,
+  // ClusterExchange): lanes q < C of each warp store the warp's pair into CTA q's `pushed` with
+  // st.async, each store counting its bytes off that CTA's barrier, which expects C * kWarps
+  // pairs; each CTA waits on its own barrier only, then every warp reduces the C * kWarps pairs
+  // (the same values in the same places in every CTA, so all get the same bits). No block barrier
+  // and no cluster barrier a row.
   //   Two sets by row parity: a warp stores row i+2's pair into the set that holds row i's only
   // after its CTA received every warp's row i+1 pair, and each warp sends that only after its
   // reads of row i's set have returned (their values are used before it). A pair that arrives
   // before its receiver has armed the barrier for its row drives the count below zero, which is
   // allowed: the phase cannot complete before the receiver's own arrival.
+  // Pushes this warp's (x, y) into every CTA of the cluster and waits until this CTA holds all
+  // C * kWarps of the row's pairs (in pushed[use & 1]).
+  auto push_and_wait = [&](float x, float y, int64_t use) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const int parity = static_cast<int>(use & 1);
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    const uint32_t barrier = shared_at(&pushed_in[parity]);
+    if (threadIdx.x == 0)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier),
+                   "r"(ctas * kWarps * int(sizeof(float2)))
+                   : "memory");
+    if (lane < ctas)
+      asm volatile(
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::
+              "r"(in_cta(shared_at(&pushed[parity][rank * kWarps + warp]), lane)),
+          "f"(x), "f"(y), "r"(in_cta(barrier, lane))
+          : "memory");
+    wait_parity(barrier, static_cast<uint32_t>((use >> 1) & 1));
+#else
+    (void)x, (void)y, (void)use;
+    __trap();  // clusters are launched only on sm_90 and later (the launcher checks)
+#endif
+  };
+  // The row's (max, sum) pair (forward) from each thread's pair, taken against the thread's own
+  // max (warp_pair_by_max: a max, one exponential a lane, a butterfly of adds): over the block (one
+  // barrier a row), or over the cluster, pushed.
   auto row_pair = [&](float& m, float& sum, int64_t use) {
     const int parity = static_cast<int>(use & 1);
     if constexpr (!kCluster) {
       block_pair_by_max<kThreads>(m, sum, pairs[parity]);
     } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
       warp_pair_by_max(m, sum);
-      const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-      const uint32_t barrier = shared_at(&pushed_in[parity]);
-      if (threadIdx.x == 0)
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier),
-                     "r"(ctas * kWarps * int(sizeof(float2)))
-                     : "memory");
-      if (lane < ctas)
-        asm volatile(
-            "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::
-                "r"(in_cta(shared_at(&pushed[parity][rank * kWarps + warp]), lane)),
-            "f"(m), "f"(sum), "r"(in_cta(barrier, lane))
-            : "memory");
-      wait_parity(barrier, static_cast<uint32_t>((use >> 1) & 1));
+      push_and_wait(m, sum, use);
       float pm = -INFINITY, ps = 0.f;
-      for (int k = lane; k < ctas * kWarps; k += kWarpSize) {
+      for (int k = threadIdx.x % kWarpSize; k < ctas * kWarps; k += kWarpSize) {
         const float2 q = pushed[parity][k];
         merge(pm, ps, q.x, q.y);
       }
       m = pm;
       sum = ps;
       warp_pair_by_max(m, sum);
-#else
-      __trap();  // clusters are launched only on sm_90 and later (the launcher checks)
-#endif
     }
   };
-  // The row's dot product (backward): over the block, then (kCluster) the cluster's, summed in
-  // rank order.
-  auto row_dot = [&](float v, int parity) {
-    v = block_all_reduce<kThreads, false>(v, slots[parity]);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if constexpr (kCluster) {
-      if (threadIdx.x == 0) published[parity].x = v;
-      cluster.sync();
-      v = 0.f;
-      for (int q = 0; q < ctas; ++q) v += cluster.map_shared_rank(&published[parity], q)->x;
+  // The row's dot product (backward): over the block (one barrier), or (kCluster) each warp's
+  // pushed as above and every warp sums the C * kWarps values by a butterfly.
+  auto row_dot = [&](float v, int parity, int64_t use) {
+    if constexpr (!kCluster) {
+      v = block_all_reduce<kThreads, false>(v, slots[parity]);
+    } else {
+      v = group_all_reduce<kWarpSize, false>(v);
+      push_and_wait(v, 0.f, use);
+      float d = 0.f;
+      for (int k = threadIdx.x % kWarpSize; k < ctas * kWarps; k += kWarpSize)
+        d += pushed[parity][k].x;
+      v = group_all_reduce<kWarpSize, false>(d);
     }
-#endif
     return v;
   };
   const int t = threadIdx.x;
   const unsigned fill = kBackward ? 0u : minus_infinity_word<T>();
   const float edge_fill = kBackward ? 0.f : -INFINITY;
   const int64_t step = gridDim.x / ctas;
-  if constexpr (kPushed) {
+  if constexpr (kCluster) {
     // The barriers set up and the set-up made visible before any CTA pushes a pair.
     init_row_barriers(pushed_in);
     cluster_barrier_relaxed();
@@ -590,7 +593,7 @@ __global__ void __launch_bounds__(
         }
       dot = fmaf(ha, hb, dot);
       dot = fmaf(ta, tb, dot);
-      dot = row_dot(dot, parity);
+      dot = row_dot(dot, parity, use);
       write(PassWords<T>(dot), [&](float y, float g) { return y * (g - dot); });
       // The backward keeps a barrier at the end of each row, as it had before the forward's
       // reductions alternated by parity: measured without it, the float32 backward's long rows
@@ -598,15 +601,11 @@ __global__ void __launch_bounds__(
       __syncthreads();
     }
   }
-  // A peer may still be reading this CTA's last published values (backward), or storing into its
-  // shared memory (forward: every pair it receives has landed once it passed its last row's wait;
-  // the relaxed barrier keeps that rule explicit without waiting for any store).
+  // No peer stores into this CTA's shared memory after it passed its last row's wait (every pair
+  // it receives has landed by then); the relaxed barrier keeps that rule explicit without waiting
+  // for any store.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (kPushed) {
-    cluster_barrier_relaxed();
-  } else if constexpr (kCluster) {
-    cluster.sync();
-  }
+  if constexpr (kCluster) cluster_barrier_relaxed();
 #endif
 }
 
