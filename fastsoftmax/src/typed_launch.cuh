@@ -249,7 +249,8 @@ static_assert(kTypedMaxCluster <= kWordsMaxCluster, "the word kernel's pushed pa
 // cluster per two rows where a row takes up to 4 CTAs. On the H200, long rows in bf16 forward
 // (1024x131072) went from 0.86 of memcpy to 0.96 and 256x524288 from 0.77 to 0.86; the backward
 // at 2048x65536 from 0.93 to 0.96, but lost with a cluster a row, and with 8-16 CTAs a row
-// queued at all (float32 1024x131072: 0.91 balanced, 0.83 two rows a cluster, 0.76 one).
+// queued at all (float32 1024x131072: 0.91 balanced, 0.83 two rows a cluster, 0.76 one). The
+// backward was measured before its exchange was pushed (typed_rows.cuh).
 constexpr int64_t kTypedQueuedRounds = 8;
 template <typename T, bool kBackward, int kMaxPacks>
 bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int cols,
