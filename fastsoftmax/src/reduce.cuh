@@ -188,32 +188,26 @@ __device__ __forceinline__ float block_all_reduce(float v, float* slots) {
 // barrier, a second butterfly. A persistent block reduces once per row, so `pairs` (two arrays
 // of kWarps) alternates by row parity: a warp racing ahead to the next row writes the other
 // array, never the one a slower warp may still be reading (it cannot get two rows ahead: that
-// needs the next row's barrier, which waits for the slow warp).
-template <int kThreads>
+// needs the next row's barrier, which waits for the slow warp). kByMax: warp_pair_by_max at both
+// levels instead of warp_reduce_pair.
+template <int kThreads, bool kByMax = false>
 __device__ __forceinline__ void block_reduce_pair(float& max_val, float& sum, float2* pairs) {
   constexpr int kWarps = kThreads / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
-  warp_reduce_pair(max_val, sum);
+  auto over_warp = [](float& m, float& s) {
+    if constexpr (kByMax) {
+      warp_pair_by_max(m, s);
+    } else {
+      warp_reduce_pair(m, s);
+    }
+  };
+  over_warp(max_val, sum);
   if (lane == 0) pairs[threadIdx.x / kWarpSize] = make_float2(max_val, sum);
   __syncthreads();
   const float2 pair = lane < kWarps ? pairs[lane] : make_float2(-INFINITY, 0.f);
   max_val = pair.x;
   sum = pair.y;
-  warp_reduce_pair(max_val, sum);
-}
-
-// block_reduce_pair with warp_pair_by_max at both levels.
-template <int kThreads>
-__device__ __forceinline__ void block_pair_by_max(float& max_val, float& sum, float2* pairs) {
-  constexpr int kWarps = kThreads / kWarpSize;
-  const int lane = threadIdx.x % kWarpSize;
-  warp_pair_by_max(max_val, sum);
-  if (lane == 0) pairs[threadIdx.x / kWarpSize] = make_float2(max_val, sum);
-  __syncthreads();
-  const float2 pair = lane < kWarps ? pairs[lane] : make_float2(-INFINITY, 0.f);
-  max_val = pair.x;
-  sum = pair.y;
-  warp_pair_by_max(max_val, sum);
+  over_warp(max_val, sum);
 }
 
 // Max and exp over values a thread holds in registers (K of them, or kPacks slots of kVec).

@@ -445,7 +445,7 @@ __global__ void __launch_bounds__(
   auto row_pair = [&](float& m, float& sum, int64_t use) {
     const int parity = static_cast<int>(use & 1);
     if constexpr (!kCluster) {
-      block_pair_by_max<kThreads>(m, sum, pairs[parity]);
+      block_reduce_pair<kThreads, true>(m, sum, pairs[parity]);
     } else {
       warp_pair_by_max(m, sum);
       push_and_wait(m, sum, use);
