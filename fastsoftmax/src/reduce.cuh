@@ -129,11 +129,12 @@ __device__ __forceinline__ void warp_reduce_pair(float& max_val, float& sum) {
 
 // The warp's (max, sum) pair from each lane's pair (its sum taken against its own max): the max in
 // one instruction (warp_max), each lane's sum moved onto it (one exponential), then a butterfly
-// of adds. Every lane ends with the same bits (a + b and b + a round alike). warp_reduce_pair
-// merges five times, two exponentials each.
+// of adds. Every lane ends with the same bits (a + b and b + a round alike; the product is
+// rounded before it is shuffled, __fmul_rn, so that no lane may fuse it into its first add).
+// warp_reduce_pair merges five times, two exponentials each.
 __device__ __forceinline__ void warp_pair_by_max(float& max_val, float& sum) {
   const float top = warp_max(max_val);
-  sum = group_all_reduce<kWarpSize, false>(sum * rescale(max_val, top));
+  sum = group_all_reduce<kWarpSize, false>(__fmul_rn(sum, rescale(max_val, top)));
   max_val = top;
 }
 

@@ -602,8 +602,8 @@ __global__ void __launch_bounds__(
     }
   }
   // No peer stores into this CTA's shared memory after it passed its last row's wait (every pair
-  // it receives has landed by then); the relaxed barrier keeps that rule explicit without waiting
-  // for any store.
+  // it receives has landed by then). The relaxed barrier keeps each CTA until every peer has
+  // passed its own last wait, so none exits while its stores into a peer are still in flight.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (kCluster) cluster_barrier_relaxed();
 #endif
