@@ -77,7 +77,8 @@ while [ $# -gt 0 ]; do
   case $1 in
     --library-paths) mapfile -t -O "${#runs[@]}" runs < <(library_paths) ;;
     --typed)
-      for suite in ForwardBf16 ForwardF16 BackwardBf16 BackwardF16 BackwardF32 QueuedWordClusters; do
+      for suite in ForwardBf16 ForwardF16 BackwardBf16 BackwardF16 BackwardF32 \
+                   QueuedWordClusters; do
         runs+=("gtest:TypedPaths.$suite")
       done
       runs+=("gtest:TypedEdgeValues.*") ;;

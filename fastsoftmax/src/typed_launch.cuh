@@ -237,6 +237,9 @@ inline bool typed_cluster_words_on() {
 
 static_assert(kTypedMaxCluster <= kWordsMaxCluster, "the word kernel's pushed pairs hold 16 CTAs");
 
+// Rounds of the word clusters that fit from which the grid queues clusters (see below).
+constexpr int64_t kTypedQueuedRounds = 8;
+
 // Word blocks across a cluster (typed_words_kernel with kCluster): CTAs of 512 threads holding up
 // to 8 packs a thread forward (4096 packs, 32K elements a CTA) or 4 of each stream backward (2048
 // packs: 16K elements in 16-bit, 8K in float32), two CTAs an SM; a row takes the fewest CTAs that
@@ -251,7 +254,6 @@ static_assert(kTypedMaxCluster <= kWordsMaxCluster, "the word kernel's pushed pa
 // at 2048x65536 from 0.93 to 0.96, but lost with a cluster a row, and with 8-16 CTAs a row
 // queued at all (float32 1024x131072: 0.91 balanced, 0.83 two rows a cluster, 0.76 one). The
 // backward was measured before its exchange was pushed (typed_rows.cuh).
-constexpr int64_t kTypedQueuedRounds = 8;
 template <typename T, bool kBackward, int kMaxPacks>
 bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int cols,
                                    int64_t packs, cudaStream_t stream) {

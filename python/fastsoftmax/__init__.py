@@ -66,7 +66,7 @@ def _double_backward(ctx, grad):
 
 # softmax's own autograd is registered in C++ (csrc/ops.cpp). With it and the fast path in
 # softmax() below, fastsoftmax.softmax's host time a call at 8x128 went from 2.0 times torch's to
-# 1.3-1.4 times (H200, tools/torch_op_bench.py).
+# 1.2-1.4 times, from run to run (H200, tools/torch_op_bench.py).
 torch.library.register_autograd("fastsoftmax::softmax_backward", _double_backward,
                                 setup_context=_backward_setup)
 
