@@ -249,11 +249,10 @@ constexpr int64_t kTypedQueuedRounds = 8;
 // resident at once), except over kTypedQueuedRounds rounds or more of the clusters that fit. There
 // the grid holds far more clusters than fit, queued, and the hardware starts one wherever one ends,
 // so that no cluster's fixed share decides the time: the forward a cluster a row, the backward a
-// cluster per two rows where a row takes up to 4 CTAs. On the H200, long rows in bf16 forward
-// (1024x131072) went from 0.86 of memcpy to 0.96 and 256x524288 from 0.77 to 0.86; the backward
-// at 2048x65536 from 0.93 to 0.96, but lost with a cluster a row, and with 8-16 CTAs a row
-// queued at all (float32 1024x131072: 0.91 balanced, 0.83 two rows a cluster, 0.76 one). The
-// backward was measured before its exchange was pushed (typed_rows.cuh).
+// cluster per two rows. On the H200, long rows in bf16 forward (1024x131072) went from 0.86 of
+// memcpy to 0.96 and 256x524288 from 0.77 to 0.86; the backward at 2048x65536 from 1.007 to 1.030
+// in float32, at 1024x131072 from 0.976 to 1.007, and bf16 256x524288 from 0.68 to 0.84. The
+// backward with a cluster a row was no better at 64K-131K and lost at 262K-524K.
 template <typename T, bool kBackward, int kMaxPacks>
 bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int cols,
                                    int64_t packs, cudaStream_t stream) {
@@ -281,7 +280,7 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
          "rows past a block's registers that 2-16 CTAs hold in registers in their dtype: a "
          "cluster a row");
     const int64_t rounds = (rows + fit - 1) / fit;
-    const bool queued = rounds >= kTypedQueuedRounds && (!kBackward || ctas <= 4);
+    const bool queued = rounds >= kTypedQueuedRounds;
     const int64_t clusters = !queued     ? (rows + rounds - 1) / rounds
                              : kBackward ? (rows + 1) / 2
                                          : rows;
