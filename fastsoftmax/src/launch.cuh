@@ -18,6 +18,32 @@ namespace fastsoftmax::detail {
 
 using KernelFn = void (*)(const float*, float*, int, int);
 
+// Launches that share an area of device memory, one a device, take turns: each waits on its
+// stream for the one before on the same device, whatever stream that was on (typed_spread's
+// pairs, the grid paths' exchange). take(stream, launch) runs launch(device) under the lock,
+// after the wait, and records where it ends.
+class LaunchTurns {
+ public:
+  template <typename Launch>
+  void take(cudaStream_t stream, Launch&& launch) {
+    int device = 0;
+    FS_CHECK(cudaGetDevice(&device));
+    std::lock_guard<std::mutex> lock(mutex_);
+    cudaEvent_t& done = last_[device];
+    if (done == nullptr) {
+      FS_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    } else {
+      FS_CHECK(cudaStreamWaitEvent(stream, done, 0));
+    }
+    launch(device);
+    FS_CHECK(cudaEventRecord(done, stream));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, cudaEvent_t> last_;  // per device: where the last launch ends
+};
+
 struct DeviceInfo {
   int sms = 0;
   int cache_bytes = 0;      // the dynamic shared memory smem_block may use (allow_cache_bytes)

@@ -165,11 +165,10 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
     return;
   }
   // The exchange area of `grid` and `grid_held` is one per device: grid launches on different
-  // streams must not run at the same time, so each waits for the one before it. One mutex and one
-  // record for every kernel that uses the area, whatever its P (not one per instantiation below).
-  static std::mutex grid_mutex;
-  static std::map<int, cudaEvent_t> last_grid_launch;  // per device
-  static std::map<int, unsigned> tagged_launches;      // per device
+  // streams must not run at the same time, so each waits for the one before it. One set of turns
+  // for every kernel that uses the area, whatever its P (not one per instantiation below).
+  static LaunchTurns grid_turns;
+  static std::map<int, unsigned> tagged_launches;  // per device, counted under grid_turns' lock
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = config(plan, stream, &attr);
   with_split_packs(plan.packs, [&](auto p) {
@@ -205,33 +204,25 @@ void launch_split(const SplitPlan& plan, const float* x, float* y, int rows, int
       FS_CHECK_LAUNCH();
       return;
     }
-    int device = 0;
-    FS_CHECK(cudaGetDevice(&device));
-    std::lock_guard<std::mutex> lock(grid_mutex);
-    cudaEvent_t& done = last_grid_launch[device];
-    if (done == nullptr) {
-      FS_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    } else {
-      FS_CHECK(cudaStreamWaitEvent(stream, done, 0));
-    }
-    const auto run = [&](auto kernel, auto ex) {
-      prepare(kernel, P, plan.threads, false);
-      FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk, ex));
-      FS_CHECK_LAUNCH();
-    };
-    // The launch's parity picks TaggedExchange's set of words, and the launch clears the other:
-    // one count for every kernel that uses them, whatever its P, CTA size or path.
-    const TaggedExchange tagged{plan.tagged ? tagged_launches[device]++ & 1u : 0u};
-    if (plan.path == Split::kGrid && plan.tagged) {
-      run(grid_rows_kernel<P, TaggedExchange>, tagged);
-    } else if (plan.path == Split::kGrid) {
-      run(grid_rows_kernel<P, GridExchange>, GridExchange{});
-    } else if (plan.threads == 1024) {
-      run(held_rows_kernel<P, 1024>, tagged);
-    } else {
-      run(held_rows_kernel<P, kSplitThreads>, tagged);
-    }
-    FS_CHECK(cudaEventRecord(done, stream));
+    grid_turns.take(stream, [&](int device) {
+      const auto run = [&](auto kernel, auto ex) {
+        prepare(kernel, P, plan.threads, false);
+        FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, x, y, rows, cols, plan.parts, plan.chunk, ex));
+        FS_CHECK_LAUNCH();
+      };
+      // The launch's parity picks TaggedExchange's set of words, and the launch clears the
+      // other: one count for every kernel that uses them, whatever its P, CTA size or path.
+      const TaggedExchange tagged{plan.tagged ? tagged_launches[device]++ & 1u : 0u};
+      if (plan.path == Split::kGrid && plan.tagged) {
+        run(grid_rows_kernel<P, TaggedExchange>, tagged);
+      } else if (plan.path == Split::kGrid) {
+        run(grid_rows_kernel<P, GridExchange>, GridExchange{});
+      } else if (plan.threads == 1024) {
+        run(held_rows_kernel<P, 1024>, tagged);
+      } else {
+        run(held_rows_kernel<P, kSplitThreads>, tagged);
+      }
+    });
   });
 }
 

@@ -88,17 +88,12 @@ void launch_typed_two_pass(const T* a, const T* b, T* out, int rows, int cols,
   FS_CHECK_LAUNCH();
 }
 
-// typed_spread's host side. Its pairs' area (g_typed_spread) is one a device in each dtype's file,
-// so this state is too (internal linkage: one copy a file): spread launches on different streams
-// wait for the one before, as the float32 grid paths do with theirs.
+// typed_spread's pairs' area (g_typed_spread) is one a device in each dtype's file, so its turns
+// are too (internal linkage: one copy a file).
 namespace {
-struct SpreadTurn {
-  std::mutex mutex;
-  std::map<int, cudaEvent_t> last;  // per device: where the last spread launch ends
-};
-SpreadTurn& spread_turn() {
-  static SpreadTurn turn;
-  return turn;
+LaunchTurns& spread_turns() {
+  static LaunchTurns turns;
+  return turns;
 }
 }  // namespace
 
@@ -130,24 +125,15 @@ void launch_typed_spread(const T* a, const T* b, T* out, int rows, int cols, int
                 std::to_string(kVec));
   }
   if (recorded(blocks, kTypedTwoPassThreads)) return;
-  int device = 0;
-  FS_CHECK(cudaGetDevice(&device));
-  SpreadTurn& turn = spread_turn();
-  std::lock_guard<std::mutex> lock(turn.mutex);
-  cudaEvent_t& done = turn.last[device];
-  if (done == nullptr) {
-    FS_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  } else {
-    FS_CHECK(cudaStreamWaitEvent(stream, done, 0));
-  }
-  const auto grid = static_cast<unsigned>(blocks);
-  typed_two_pass_kernel<T, kVec, kBackward, TypedPass::kPartials>
-      <<<grid, kTypedTwoPassThreads, 0, stream>>>(a, b, out, rows, cols, parts);
-  FS_CHECK_LAUNCH();
-  typed_two_pass_kernel<T, kVec, kBackward, TypedPass::kApply>
-      <<<grid, kTypedTwoPassThreads, 0, stream>>>(a, b, out, rows, cols, parts);
-  FS_CHECK_LAUNCH();
-  FS_CHECK(cudaEventRecord(done, stream));
+  spread_turns().take(stream, [&](int) {
+    const auto grid = static_cast<unsigned>(blocks);
+    typed_two_pass_kernel<T, kVec, kBackward, TypedPass::kPartials>
+        <<<grid, kTypedTwoPassThreads, 0, stream>>>(a, b, out, rows, cols, parts);
+    FS_CHECK_LAUNCH();
+    typed_two_pass_kernel<T, kVec, kBackward, TypedPass::kApply>
+        <<<grid, kTypedTwoPassThreads, 0, stream>>>(a, b, out, rows, cols, parts);
+    FS_CHECK_LAUNCH();
+  });
 }
 
 // The limits of `typed_smem` on this device for one kernel, looked up once a device and kernel
