@@ -236,9 +236,9 @@ constexpr int64_t kTypedQueuedRounds = 8;
 // the grid holds far more clusters than fit, queued, and the hardware starts one wherever one ends,
 // so that no cluster's fixed share decides the time: the forward a cluster a row, the backward a
 // cluster per two rows. On the H200, long rows in bf16 forward (1024x131072) went from 0.86 of
-// memcpy to 0.96 and 256x524288 from 0.77 to 0.86; the backward at 2048x65536 from 1.007 to 1.030
-// in float32, at 1024x131072 from 0.976 to 1.007, and bf16 256x524288 from 0.68 to 0.84. The
-// backward with a cluster a row was no better at 64K-131K and lost at 262K-524K.
+// memcpy to 0.96 and 256x524288 from 0.77 to 0.86; the backward in float32 at 1024x131072 from
+// 0.976 to 1.007 and at 2048x65536 from 1.005 to 1.030, in bf16 at 256x524288 from 0.80 to 0.85.
+// A cluster a row did no better in the backward at 64K-131K and lost at 262K-524K.
 template <typename T, bool kBackward, int kMaxPacks>
 bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int cols,
                                    int64_t packs, cudaStream_t stream) {
