@@ -295,8 +295,8 @@ const Case kBackward32[] = {
     {"block1024x4", 40, 16000, 0, 0, 0, "typed_block", true},
     {"words_cluster_was_smem_few_rows_cluster3", 40, 20000, 0, 0, 0, "typed_words_cluster", true},
     {"words_cluster_was_smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_words_cluster", true},
-    // Several rows a cluster of 9 (the backward queues none past 4 CTAs: the balanced count, all
-    // resident): every set and phase of the exchange barriers comes round.
+    // Several rows a cluster of 9 (150 rows are under 8 rounds of the clusters that fit: the
+    // balanced count, all resident): every set and phase of the exchange barriers comes round.
     {"words_cluster_rows_past_fit", 150, 65537, 0, 0, 0, "typed_words_cluster", true},
     {"smem_cluster11_unaligned", 20, 300001, 2, 2, 2, "typed_smem", true},
     {"spread_where_smem_alone_cluster16_unaligned", 2, 300001, 2, 2, 2, "typed_spread", true},
