@@ -286,6 +286,7 @@ const Case kBackward16[] = {
 
 const Case kBackward32[] = {
     {"words_cluster16_8_packs_unaligned", 8, 262147, 2, 2, 2, "typed_words_cluster", true},
+    {"in_place_dy_cluster16_8_packs", 4, 262147, 2, 2, 2, "typed_words_cluster", true, 1},
     {"group1", 5000, 1, 0, 0, 0, "typed_group", true},
     {"group2_unaligned", 3000, 7, 1, 1, 1, "typed_group", true},
     {"warp2", 700, 200, 0, 0, 0, "typed_warp", true},

@@ -221,6 +221,13 @@ inline bool typed_cluster_words_on() {
   return v == nullptr || std::string(v) != "0";
 }
 
+// Branch switch (measurement only): FASTSOFTMAX_TYPED_WORDS_STAGED=0 keeps dy in registers in the
+// backward's clusters of 8 packs.
+inline bool typed_words_staged_on() {
+  const char* v = std::getenv("FASTSOFTMAX_TYPED_WORDS_STAGED");
+  return v == nullptr || std::string(v) != "0";
+}
+
 static_assert(kTypedMaxCluster <= kWordsMaxCluster, "the word kernel's pushed pairs hold 16 CTAs");
 
 // Rounds of the word clusters that fit from which the grid queues clusters (see below).
@@ -239,7 +246,7 @@ constexpr int64_t kTypedQueuedRounds = 8;
 // memcpy to 0.96 and 256x524288 from 0.77 to 0.86; the backward in float32 at 1024x131072 from
 // 0.976 to 1.007 and at 2048x65536 from 1.005 to 1.030, in bf16 at 256x524288 from 0.80 to 0.85.
 // A cluster a row did no better in the backward at 64K-131K and lost at 262K-524K.
-template <typename T, bool kBackward, int kMaxPacks>
+template <typename T, bool kBackward, int kMaxPacks, bool kStaged = false>
 bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int cols,
                                    int64_t packs, cudaStream_t stream) {
   constexpr int kThreads = 512;
@@ -254,12 +261,18 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
   constexpr int kFewest = kBackward && kMaxPacks == 8 ? 8 : kMaxPacks / 2 + 1;
   with_packs<kFewest, kMaxPacks>((chunk + kThreads - 1) / kThreads, [&](auto p) {
     constexpr int P = decltype(p)::value;
-    const auto kernel = typed_words_kernel<T, kThreads, P, kBackward, true>;
+    const auto kernel = typed_words_kernel<T, kThreads, P, kBackward, true, kStaged>;
+    const size_t bytes = kStaged ? size_t(P) * kThreads * 16 : 0;
     // Clusters of 9-16 are not portable: where the GPU refuses them, none fit.
     if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
         cudaSuccess)
       (void)cudaGetLastError();
-    const int64_t fit = typed_clusters_that_fit(kernel, kThreads, static_cast<int>(ctas), 0);
+    if (kStaged && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(bytes)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    const int64_t fit = typed_clusters_that_fit(kernel, kThreads, static_cast<int>(ctas), bytes);
     if (fit == 0) return;
     launched = true;
     note("typed_words_cluster",
@@ -274,7 +287,8 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
       name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") +
                   ", clusters of " + std::to_string(ctas) + " CTAs of " + std::to_string(kThreads) +
                   " threads a row, " + std::to_string(P) + " packs of " +
-                  std::to_string(16 / sizeof(T)) + " a thread held in the dtype, " +
+                  std::to_string(16 / sizeof(T)) + " a thread held in the dtype" +
+                  (kStaged ? " (dy in shared memory), " : ", ") +
                   (queued ? (kBackward ? "queued, two rows a cluster" : "queued, a row a cluster")
                           : std::to_string(clusters) + " clusters resident"));
     }
@@ -282,7 +296,7 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
     if (recorded(blocks, kThreads)) return;
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg =
-        typed_cluster_config(blocks, static_cast<int>(ctas), kThreads, 0, stream, &attr);
+        typed_cluster_config(blocks, static_cast<int>(ctas), kThreads, bytes, stream, &attr);
     FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, chunk));
   });
   return launched;
@@ -297,6 +311,9 @@ bool launch_typed_words_cluster(const T* a, const T* b, T* out, int rows, int co
     if (launch_typed_words_cluster_of<T, true, 4>(a, b, out, rows, cols, packs, stream))
       return true;
     if ((packs + 2047) / 2048 <= kTypedMaxCluster) return false;  // fit failed, not the length
+    if (typed_words_staged_on() &&
+        launch_typed_words_cluster_of<T, true, 8, true>(a, b, out, rows, cols, packs, stream))
+      return true;
   }
   return launch_typed_words_cluster_of<T, kBackward, 8>(a, b, out, rows, cols, packs, stream);
 }

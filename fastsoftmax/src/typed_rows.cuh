@@ -375,13 +375,20 @@ __host__ __device__ constexpr int typed_words_min_blocks() {
 // chunk) of the body (CTA 0 also the head and tail). Every warp pushes its (max, sum) pair
 // (forward, row_pair) or its dot product (backward, row_dot) into every CTA of the cluster, and
 // each CTA reduces all of them. Every CTA gets the same bits.
-template <typename T, int kThreads, int kPacks, bool kBackward, bool kCluster = false>
+//   kStaged (backward clusters): dy is copied into dynamic shared memory by cp.async (kPacks *
+// kThreads packs, [pack][thread]) instead of registers, so that the registers hold y only and two
+// CTAs of 8 packs fit an SM where holding both streams takes one.
+template <typename T, int kThreads, int kPacks, bool kBackward, bool kCluster = false,
+          bool kStaged = false>
 __global__ void __launch_bounds__(
-    kThreads, typed_words_min_blocks<kThreads, 4 * kPacks*(kBackward ? 2 : 1)>())
+    kThreads, typed_words_min_blocks<kThreads, 4 * kPacks*(kBackward && !kStaged ? 2 : 1)>())
     typed_words_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                        int rows, int cols, int chunk) {
   static_assert((sizeof(T) == 2 || kBackward) && kThreads >= 128,
                 "16-bit packs, or the float32 backward, in blocks");
+  static_assert(!kStaged || (kBackward && kCluster), "dy is staged in the backward's clusters");
+  extern __shared__ uint4 staged[];  // kStaged: this CTA's packs of dy
+  (void)staged;
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kPerWord = values_a_word<T>();
   // Block reductions, by row parity: a warp racing ahead to the next row writes the other array,
@@ -495,17 +502,39 @@ __global__ void __launch_bounds__(
     const auto* b_body = reinterpret_cast<const uint4*>(b + offset + s.head) + begin;
     const int count = end - begin;
     const int64_t tail_at = offset + s.head + int64_t(s.body) * kVec;
-    uint4 wa[kPacks], wb[kBackward ? kPacks : 1];
+    uint4 wa[kPacks], wb[kBackward && !kStaged ? kPacks : 1];
+    if constexpr (kStaged) {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const int i = t + k * kThreads;
+        asm volatile(
+            "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
+            " @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n" ::"r"(
+                shared_at(&staged[k * kThreads + t])),
+            "l"(b_body + i), "r"(int(i < count))
+            : "memory");
+      }
+      asm volatile("cp.async.commit_group;" ::: "memory");
+    }
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       const int i = t + k * kThreads;
       wa[k] = make_uint4(fill, fill, fill, fill);
-      if constexpr (kBackward) wb[k] = wa[k];
+      if constexpr (kBackward && !kStaged) wb[k] = wa[k];
       if (i < count) {
         wa[k] = a_body[i];
-        if constexpr (kBackward) wb[k] = b_body[i];
+        if constexpr (kBackward && !kStaged) wb[k] = b_body[i];
       }
     }
+    // Pack k of dy (kBackward): in registers, or the thread's own copy in shared memory (zero past
+    // the CTA's packs, where y is zero too).
+    auto pack_b = [&](int k) {
+      if constexpr (kStaged) {
+        return t + k * kThreads < count ? staged[k * kThreads + t] : make_uint4(0u, 0u, 0u, 0u);
+      } else {
+        return wb[k];
+      }
+    };
     const bool has_head = rank == 0 && t < s.head, has_tail = rank == 0 && t < s.tail;
     const float ha = has_head ? Elem<T>::in(a[offset + t]) : edge_fill;
     const float ta = has_tail ? Elem<T>::in(a[tail_at + t]) : edge_fill;
@@ -526,10 +555,10 @@ __global__ void __launch_bounds__(
           for (int j = 0; j < 4; ++j) {
             if constexpr (kPerWord == 1) {  // float32: no conversion for ptxas to share
               o[j] = __float_as_uint(f(word_value<T>(word_of_pack(wa[k], j), 0),
-                                       word_value<T>(word_of_pack(wb[k], j), 0)));
+                                       word_value<T>(word_of_pack(pack_b(k), j), 0)));
             } else {
               const unsigned x = word_of_pack(wa[k], j);
-              const unsigned y = kBackward ? word_of_pack(wb[k], j) : 0u;
+              const unsigned y = kBackward ? word_of_pack(pack_b(k), j) : 0u;
               o[j] = word_of<T>(f(by.low(x), by.low(y)), f(by.high(x), by.high(y)));
             }
           }
@@ -581,12 +610,14 @@ __global__ void __launch_bounds__(
         write(PassWords<T>(inv), [&](float x, float) { return exp_(x - m) * inv; });
       }
     } else {
+      // A thread reads back only the copies it issued: its own wait makes them visible to it.
+      if constexpr (kStaged) asm volatile("cp.async.wait_all;" ::: "memory");
       float dot = 0.f;
 #pragma unroll
       for (int k = 0; k < kPacks; ++k)
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const unsigned y = word_at(wa[k], j, 0x3210u), g = word_at(wb[k], j, 0x3210u);
+          const unsigned y = word_at(wa[k], j, 0x3210u), g = word_at(pack_b(k), j, 0x3210u);
 #pragma unroll
           for (int h = 0; h < kPerWord; ++h)
             dot = fmaf(word_value<T>(y, h), word_value<T>(g, h), dot);
