@@ -302,8 +302,9 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
   return launched;
 }
 
-// The backward tries CTAs of 4 packs of each stream (two an SM), then of 8 (one an SM: 16
-// CTAs then hold 256K floats or 512K 16-bit values); the forward CTAs of 8 packs.
+// The backward tries CTAs of 4 packs of each stream (two an SM), then of 8 with dy in shared
+// memory (two an SM: 16 CTAs then hold 256K floats or 512K 16-bit values), then of 8 in registers
+// (one an SM); the forward CTAs of 8 packs.
 template <typename T, bool kBackward>
 bool launch_typed_words_cluster(const T* a, const T* b, T* out, int rows, int cols, int64_t packs,
                                 cudaStream_t stream) {
