@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// fastsoftmax: shared-memory addresses across a cluster, transaction barriers (mbarrier) and the
-// relaxed cluster barrier, for every kernel that exchanges through distributed shared memory
-// (split_exchange.cuh, split_parts.cuh, typed_rows.cuh). No device globals: a file may include
-// this without taking any.
+// fastsoftmax: shared-memory addresses across a cluster, the 16-byte asynchronous copy into shared
+// memory, transaction barriers (mbarrier) and the relaxed cluster barrier, for every kernel that
+// exchanges through distributed shared memory or stages a row there (split_exchange.cuh,
+// split_parts.cuh, typed_rows.cuh). No device globals: a file may include this without taking any.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,19 @@ __device__ __forceinline__ uint32_t in_cta(uint32_t at, int rank) {
   uint32_t remote;
   asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(at), "r"(rank));
   return remote;
+}
+
+// A 16-byte asynchronous copy from global memory to shared memory (cp.async.cg: through L2 only),
+// to a shared-memory address (the 32-bit kind __cvta_generic_to_shared gives), issued only where
+// `in_row`: a predicate, not a branch. Written out because __pipeline_memcpy_async behind an `if`
+// made each copy a branch of its own, in which the compiler recomputed both full addresses: about
+// 30 instructions a copy where this takes one or two.
+__device__ __forceinline__ void copy16_async(uint32_t to, const void* from, bool in_row) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
+      " @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n" ::"r"(to),
+      "l"(from), "r"(int(in_row))
+      : "memory");
 }
 
 // A cluster-wide barrier without memory ordering. cluster.sync() arrives with release semantics:

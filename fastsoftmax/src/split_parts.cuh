@@ -73,19 +73,6 @@ struct PartRowOf {
 };
 using PartRow = PartRowOf<false>;
 
-// A 16-byte asynchronous copy from global memory to shared memory (cp.async.cg: through L2 only),
-// to a shared-memory address (the 32-bit kind __cvta_generic_to_shared gives), issued only where
-// `in_row`: a predicate, not a branch. Written out because __pipeline_memcpy_async behind an `if`
-// made each copy a branch of its own, in which the compiler recomputed both full addresses: about
-// 30 instructions a copy where this takes one or two.
-__device__ __forceinline__ void copy16_async(uint32_t to, const float4* from, bool in_row) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
-      " @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n" ::"r"(to),
-      "l"(from), "r"(int(in_row))
-      : "memory");
-}
-
 // Stores this thread's slots of a part (slot s = lined_slot(t, k) of `out`, those below `count`),
 // scaled by `factor`.
 template <int kPacks, int kThreads>

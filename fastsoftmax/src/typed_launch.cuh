@@ -221,13 +221,6 @@ inline bool typed_cluster_words_on() {
   return v == nullptr || std::string(v) != "0";
 }
 
-// Branch switch (measurement only): FASTSOFTMAX_TYPED_WORDS_STAGED=0 keeps dy in registers in the
-// backward's clusters of 8 packs.
-inline bool typed_words_staged_on() {
-  const char* v = std::getenv("FASTSOFTMAX_TYPED_WORDS_STAGED");
-  return v == nullptr || std::string(v) != "0";
-}
-
 static_assert(kTypedMaxCluster <= kWordsMaxCluster, "the word kernel's pushed pairs hold 16 CTAs");
 
 // Rounds of the word clusters that fit from which the grid queues clusters (see below).
@@ -303,8 +296,10 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
 }
 
 // The backward tries CTAs of 4 packs of each stream (two an SM), then of 8 with dy in shared
-// memory (two an SM: 16 CTAs then hold 256K floats or 512K 16-bit values), then of 8 in registers
-// (one an SM); the forward CTAs of 8 packs.
+// memory (two an SM: 16 CTAs then hold 256K floats or 512K 16-bit values); the forward CTAs of 8
+// packs. Holding both streams' 8 packs in registers took 116 registers, one CTA an SM: staging dy
+// took float32 511x262147 from 0.88 of memcpy to 0.93 and 512x262144 to 0.90, fp16 256x524288
+// from 0.71 to 0.86 (H200).
 template <typename T, bool kBackward>
 bool launch_typed_words_cluster(const T* a, const T* b, T* out, int rows, int cols, int64_t packs,
                                 cudaStream_t stream) {
@@ -312,11 +307,10 @@ bool launch_typed_words_cluster(const T* a, const T* b, T* out, int rows, int co
     if (launch_typed_words_cluster_of<T, true, 4>(a, b, out, rows, cols, packs, stream))
       return true;
     if ((packs + 2047) / 2048 <= kTypedMaxCluster) return false;  // fit failed, not the length
-    if (typed_words_staged_on() &&
-        launch_typed_words_cluster_of<T, true, 8, true>(a, b, out, rows, cols, packs, stream))
-      return true;
+    return launch_typed_words_cluster_of<T, true, 8, true>(a, b, out, rows, cols, packs, stream);
+  } else {
+    return launch_typed_words_cluster_of<T, false, 8>(a, b, out, rows, cols, packs, stream);
   }
-  return launch_typed_words_cluster_of<T, kBackward, 8>(a, b, out, rows, cols, packs, stream);
 }
 
 struct TypedSmemPlan {

@@ -507,12 +507,7 @@ __global__ void __launch_bounds__(
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
         const int i = t + k * kThreads;
-        asm volatile(
-            "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
-            " @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n" ::"r"(
-                shared_at(&staged[k * kThreads + t])),
-            "l"(b_body + i), "r"(int(i < count))
-            : "memory");
+        copy16_async(shared_at(&staged[k * kThreads + t]), b_body + i, i < count);
       }
       asm volatile("cp.async.commit_group;" ::: "memory");
     }
@@ -528,11 +523,13 @@ __global__ void __launch_bounds__(
     }
     // Pack k of dy (kBackward): in registers, or the thread's own copy in shared memory (zero past
     // the CTA's packs, where y is zero too).
-    auto pack_b = [&](int k) {
+    auto pack_b = [&](int k) -> uint4 {
       if constexpr (kStaged) {
         return t + k * kThreads < count ? staged[k * kThreads + t] : make_uint4(0u, 0u, 0u, 0u);
-      } else {
+      } else if constexpr (kBackward) {
         return wb[k];
+      } else {
+        return make_uint4(0u, 0u, 0u, 0u);  // the forward has no dy
       }
     };
     const bool has_head = rank == 0 && t < s.head, has_tail = rank == 0 && t < s.tail;
