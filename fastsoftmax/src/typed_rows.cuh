@@ -468,7 +468,8 @@ __global__ void __launch_bounds__(
   };
   // The row's dot product (backward): over the block (one barrier), or (kCluster) each warp's
   // pushed as above and every warp sums the C * kWarps values by a butterfly.
-  auto row_dot = [&](float v, int parity, int64_t use) {
+  auto row_dot = [&](float v, int64_t use) {
+    const int parity = static_cast<int>(use & 1);
     if constexpr (!kCluster) {
       v = block_all_reduce<kThreads, false>(v, slots[parity]);
     } else {
@@ -490,9 +491,8 @@ __global__ void __launch_bounds__(
     init_row_barriers(pushed_in);
     cluster_barrier_relaxed();
   }
-  int parity = 0;
-  int64_t use = 0;  // this CTA's rows so far
-  for (int64_t row = blockIdx.x / ctas; row < rows; row += step, parity ^= 1, ++use) {
+  int64_t use = 0;  // this CTA's rows so far (its parity picks the reductions' set)
+  for (int64_t row = blockIdx.x / ctas; row < rows; row += step, ++use) {
     const int64_t offset = row * cols;
     const TypedSplit<T, kVec> s(a + offset, cols, true);
     // This CTA's packs of the body: [begin, end) (all of them without a cluster).
@@ -621,7 +621,7 @@ __global__ void __launch_bounds__(
         }
       dot = fmaf(ha, hb, dot);
       dot = fmaf(ta, tb, dot);
-      dot = row_dot(dot, parity, use);
+      dot = row_dot(dot, use);
       write(PassWords<T>(dot), [&](float y, float g) { return y * (g - dot); });
       // The backward keeps a barrier at the end of each row, as it had before the forward's
       // reductions alternated by parity: measured without it, the float32 backward's long rows
