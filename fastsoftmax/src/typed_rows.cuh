@@ -375,9 +375,10 @@ __host__ __device__ constexpr int typed_words_min_blocks() {
 // chunk) of the body (CTA 0 also the head and tail). Every warp pushes its (max, sum) pair
 // (forward, row_pair) or its dot product (backward, row_dot) into every CTA of the cluster, and
 // each CTA reduces all of them. Every CTA gets the same bits.
-//   kStaged (backward clusters): dy is copied into dynamic shared memory by cp.async (kPacks *
-// kThreads packs, [pack][thread]) instead of registers, so that the registers hold y only and two
-// CTAs of 8 packs fit an SM where holding both streams takes one.
+//   kStaged (backward clusters): dy is copied into dynamic shared memory (kPacks * kThreads packs,
+// [pack][thread], which is the CTA's packs in order) instead of registers, so that the registers
+// hold y only and two CTAs of 8 packs fit an SM where holding both streams takes one. One bulk
+// copy a row (thread 0, counted off `staged_in`), issued after the previous row's closing barrier.
 template <typename T, int kThreads, int kPacks, bool kBackward, bool kCluster = false,
           bool kStaged = false>
 __global__ void __launch_bounds__(
@@ -388,7 +389,8 @@ __global__ void __launch_bounds__(
                 "16-bit packs, or the float32 backward, in blocks");
   static_assert(!kStaged || (kBackward && kCluster), "dy is staged in the backward's clusters");
   extern __shared__ uint4 staged[];  // kStaged: this CTA's packs of dy
-  (void)staged;
+  __shared__ unsigned long long staged_in;  // kStaged: one phase a row, the copy's bytes
+  (void)staged, (void)staged_in;
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kPerWord = values_a_word<T>();
   // Block reductions, by row parity: a warp racing ahead to the next row writes the other array,
@@ -488,7 +490,14 @@ __global__ void __launch_bounds__(
   const int64_t step = gridDim.x / ctas;
   if constexpr (kCluster) {
     // The barriers set up and the set-up made visible before any CTA pushes a pair.
-    init_row_barriers(pushed_in);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (kStaged) {
+      if (threadIdx.x == 0)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_at(&staged_in))
+                     : "memory");
+    }
+#endif
+    init_row_barriers(pushed_in);  // its fence covers staged_in's set-up too
     cluster_barrier_relaxed();
   }
   int64_t use = 0;  // this CTA's rows so far (its parity picks the reductions' set)
@@ -503,14 +512,26 @@ __global__ void __launch_bounds__(
     const int count = end - begin;
     const int64_t tail_at = offset + s.head + int64_t(s.body) * kVec;
     uint4 wa[kPacks], wb[kBackward && !kStaged ? kPacks : 1];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kStaged) {
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        const int i = t + k * kThreads;
-        copy16_async(shared_at(&staged[k * kThreads + t]), b_body + i, i < count);
+      // The previous row's reads of `staged` ended at its closing barrier (generic proxy); the
+      // proxy fence orders them before the bulk copy (async proxy) overwrites them.
+      if (t == 0) {
+        const uint32_t bytes = static_cast<uint32_t>(count) * uint32_t(sizeof(uint4));
+        const uint32_t barrier = shared_at(&staged_in);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier),
+                     "r"(bytes)
+                     : "memory");
+        if (bytes != 0)
+          asm volatile(
+              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+              "[%3];" ::"r"(shared_at(staged)),
+              "l"(b_body), "r"(bytes), "r"(barrier)
+              : "memory");
       }
-      asm volatile("cp.async.commit_group;" ::: "memory");
     }
+#endif
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       const int i = t + k * kThreads;
@@ -607,8 +628,7 @@ __global__ void __launch_bounds__(
         write(PassWords<T>(inv), [&](float x, float) { return exp_(x - m) * inv; });
       }
     } else {
-      // A thread reads back only the copies it issued: its own wait makes them visible to it.
-      if constexpr (kStaged) asm volatile("cp.async.wait_all;" ::: "memory");
+      if constexpr (kStaged) wait_parity(shared_at(&staged_in), static_cast<uint32_t>(use & 1));
       float dot = 0.f;
 #pragma unroll
       for (int k = 0; k < kPacks; ++k)
