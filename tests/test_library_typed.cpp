@@ -401,14 +401,16 @@ const Case kSmemBackward32[] = {
     {"smem_cluster2_unaligned", 140, 20001, 2, 2, 2, "typed_smem", true},
 };
 
-// FASTSOFTMAX_TYPED_CLUSTER_WORDS=0 for a test's lifetime (back on also when a check throws).
-struct WordClustersOff {
-  WordClustersOff() { setenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS", "0", 1); }
-  ~WordClustersOff() { unsetenv("FASTSOFTMAX_TYPED_CLUSTER_WORDS"); }
+// An environment setting the library reads each call, for a test's lifetime (unset again also
+// when a check throws).
+struct ScopedSetting {
+  const char* name;
+  ScopedSetting(const char* n, const char* value) : name(n) { setenv(name, value, 1); }
+  ~ScopedSetting() { unsetenv(name); }
 };
 
 TEST_F(TypedPaths, SmemWithoutWordClusters) {
-  const WordClustersOff off;
+  const ScopedSetting off("FASTSOFTMAX_TYPED_CLUSTER_WORDS", "0");
   forward<__nv_bfloat16>(kSmemForward16);
   backward<__half>(kSmemBackward16);
   backward<float>(kSmemBackward32);
@@ -451,7 +453,9 @@ const Case kQueuedBackward16[] = {
 };
 const Case kQueuedBackward32[] = {
     {"words_cluster5_queued_unaligned", 421, 40001, 1, 1, 1, "typed_words_cluster", true},
-    {"words_cluster9_queued", 181, 140001, 0, 0, 0, "typed_words_cluster", true},
+    // Rows of whole 128-byte lines, queued: dy staged by bulk copies, a CTA's chunk rounded up to
+    // whole lines (3890 packs to 3896, the last CTA 3840).
+    {"words_cluster9_queued_bulk", 181, 140032, 0, 0, 0, "typed_words_cluster", true},
 };
 
 TEST_F(TypedPaths, QueuedWordClusters) {
@@ -459,7 +463,7 @@ TEST_F(TypedPaths, QueuedWordClusters) {
   backward<__half>(kQueuedBackward16);
   backward<float>(kQueuedBackward32);
   Placed<__half> h(size_t(1000) * 70001, 0);
-  Placed<float> f(size_t(181) * 140001, 0);  // the larger of the two
+  Placed<float> f(size_t(181) * 140032, 0);  // the larger of the two
   const auto expect_in = [](const fastsoftmax::Plan& plan, const char* grid) {
     EXPECT_NE(plan.config.find(grid), std::string::npos) << plan.config;
   };
@@ -470,11 +474,37 @@ TEST_F(TypedPaths, QueuedWordClusters) {
             "clusters of 5 CTAs");
   expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 421, 40001),
             "queued, two rows a cluster");
-  expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 181, 140001),
+  expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 181, 140032),
             "clusters of 9 CTAs");
+  expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 181, 140032),
+            "(dy in shared memory by bulk copies), queued, two rows a cluster");
+  // Off the lines (140001 floats a row), or resident: 16 bytes a thread.
   expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 181, 140001),
-            "queued, two rows a cluster");
+            "(dy in shared memory), queued");
+  expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 100, 140032),
+            "(dy in shared memory), ");
   expect_in(fastsoftmax::describe(h.ptr, h.ptr, 400, 70001), "clusters resident");
+}
+
+// The staged backward's bulk copy forced (FASTSOFTMAX_TYPED_STAGED_BULK=1) where the rule takes
+// cp.async: rows off the 128-byte lines, resident clusters, in place, in every dtype.
+const Case kBulkBackward16[] = {
+    {"words_cluster13_bulk_unaligned", 4, 400001, 3, 3, 3, "typed_words_cluster", true},
+    {"in_place_dy_cluster9_bulk", 3, 280003, 1, 1, 1, "typed_words_cluster", true, 1},
+};
+const Case kBulkBackward32[] = {
+    {"words_cluster16_bulk_unaligned", 8, 262147, 2, 2, 2, "typed_words_cluster", true},
+    {"in_place_y_cluster10_bulk", 4, 150001, 1, 1, 1, "typed_words_cluster", true, 2},
+};
+
+TEST_F(TypedPaths, StagedBulkForced) {
+  const ScopedSetting forced("FASTSOFTMAX_TYPED_STAGED_BULK", "1");
+  backward<__half>(kBulkBackward16);
+  backward<__nv_bfloat16>(kBulkBackward16);
+  backward<float>(kBulkBackward32);
+  Placed<float> f(size_t(8) * 262147, 0);
+  const fastsoftmax::Plan plan = fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 8, 262147);
+  EXPECT_NE(plan.config.find("by bulk copies"), std::string::npos) << plan.config;
 }
 
 // -inf and a large value in 16-bit: exp(-inf) = 0 and no overflow (the max is taken first); a
@@ -516,7 +546,7 @@ TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16) {
 TEST_F(TypedEdgeValues, InfinityAndLargeValuesInBf16InSharedMemory) {
   // Rows in shared memory (word clusters off; the shapes of kSmemForward16): a CTA a row, a
   // cluster of two, a cluster of three.
-  const WordClustersOff off;
+  const ScopedSetting off("FASTSOFTMAX_TYPED_CLUSTER_WORDS", "0");
   for (const auto [rows, cols] :
        {std::pair{100, 40000}, std::pair{133, 70001}, std::pair{40, 40000}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));

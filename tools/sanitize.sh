@@ -79,7 +79,7 @@ while [ $# -gt 0 ]; do
     --library-paths) mapfile -t -O "${#runs[@]}" runs < <(library_paths) ;;
     --typed)
       for suite in ForwardBf16 ForwardF16 BackwardBf16 BackwardF16 BackwardF32 \
-                   QueuedWordClusters; do
+                   QueuedWordClusters StagedBulkForced; do
         runs+=("gtest:TypedPaths.$suite")
       done
       runs+=("gtest:TypedEdgeValues.*") ;;

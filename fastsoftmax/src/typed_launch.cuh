@@ -223,6 +223,13 @@ inline bool typed_cluster_words_on() {
 
 static_assert(kTypedMaxCluster <= kWordsMaxCluster, "the word kernel's pushed pairs hold 16 CTAs");
 
+// How the staged backward copies dy (FASTSOFTMAX_TYPED_STAGED_BULK, read each call): unset, by
+// the rule in launch_typed_words_cluster_of; "0", 16 bytes a thread by cp.async; "1", a bulk copy.
+inline int typed_staged_bulk_setting() {
+  const char* v = std::getenv("FASTSOFTMAX_TYPED_STAGED_BULK");
+  return v == nullptr ? -1 : std::string(v) == "0" ? 0 : 1;
+}
+
 // Rounds of the word clusters that fit from which the grid queues clusters (see below).
 constexpr int64_t kTypedQueuedRounds = 8;
 
@@ -254,18 +261,21 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
   constexpr int kFewest = kBackward && kMaxPacks == 8 ? 8 : kMaxPacks / 2 + 1;
   with_packs<kFewest, kMaxPacks>((chunk + kThreads - 1) / kThreads, [&](auto p) {
     constexpr int P = decltype(p)::value;
-    const auto kernel = typed_words_kernel<T, kThreads, P, kBackward, true, kStaged>;
+    const auto copies = typed_words_kernel<T, kThreads, P, kBackward, true, kStaged>;
+    const auto bulk = typed_words_kernel<T, kThreads, P, kBackward, true, kStaged, kStaged>;
     const size_t bytes = kStaged ? size_t(P) * kThreads * 16 : 0;
-    // Clusters of 9-16 are not portable: where the GPU refuses them, none fit.
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
-        cudaSuccess)
-      (void)cudaGetLastError();
-    if (kStaged && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(bytes)) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return;
+    for (const auto kernel : {copies, bulk}) {
+      // Clusters of 9-16 are not portable: where the GPU refuses them, none fit.
+      if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+          cudaSuccess)
+        (void)cudaGetLastError();
+      if (kStaged && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(bytes)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+      }
     }
-    const int64_t fit = typed_clusters_that_fit(kernel, kThreads, static_cast<int>(ctas), bytes);
+    const int64_t fit = typed_clusters_that_fit(copies, kThreads, static_cast<int>(ctas), bytes);
     if (fit == 0) return;
     launched = true;
     note("typed_words_cluster",
@@ -276,12 +286,28 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
     const int64_t clusters = !queued     ? (rows + rounds - 1) / rounds
                              : kBackward ? (rows + 1) / 2
                                          : rows;
+    // Staged dy by one bulk copy a row where every CTA's packs start on a 128-byte line (dy
+    // 128-byte aligned, rows of whole lines, y 16-byte aligned so the body starts at the row, and
+    // a chunk of whole lines) and the clusters are queued. On the H200 that took float32
+    // 512x262144 from 0.89 of memcpy to 0.92 and bf16 256x524288 from 0.82 to 0.87; it lost where
+    // the CTAs start off the lines (float32 511x262147 0.93 -> 0.89, bf16 255x524291 0.88 ->
+    // 0.87) and on the resident clusters of 64x262144 (0.75 -> 0.70).
+    constexpr int kLine = 128 / 16;  // packs a line
+    const int lined = (chunk + kLine - 1) / kLine * kLine;
+    const bool on_lines = reinterpret_cast<uintptr_t>(b) % 128 == 0 &&
+                          reinterpret_cast<uintptr_t>(a) % 16 == 0 &&
+                          int64_t(cols) * int64_t(sizeof(T)) % 128 == 0;
+    const int setting = typed_staged_bulk_setting();
+    const bool by_bulk = kStaged && (setting < 0 ? queued && on_lines : setting == 1);
+    const auto kernel = by_bulk ? bulk : copies;
+    const int ctas_chunk = by_bulk ? lined : chunk;
     if (recording()) {
       name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") +
                   ", clusters of " + std::to_string(ctas) + " CTAs of " + std::to_string(kThreads) +
                   " threads a row, " + std::to_string(P) + " packs of " +
                   std::to_string(16 / sizeof(T)) + " a thread held in the dtype" +
-                  (kStaged ? " (dy in shared memory), " : ", ") +
+                  (!kStaged ? ", " : by_bulk ? " (dy in shared memory by bulk copies), "
+                                             : " (dy in shared memory), ") +
                   (queued ? (kBackward ? "queued, two rows a cluster" : "queued, a row a cluster")
                           : std::to_string(clusters) + " clusters resident"));
     }
@@ -290,7 +316,7 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
     cudaLaunchAttribute attr;
     const cudaLaunchConfig_t cfg =
         typed_cluster_config(blocks, static_cast<int>(ctas), kThreads, bytes, stream, &attr);
-    FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, chunk));
+    FS_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, b, out, rows, cols, ctas_chunk));
   });
   return launched;
 }

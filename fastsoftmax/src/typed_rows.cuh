@@ -377,10 +377,11 @@ __host__ __device__ constexpr int typed_words_min_blocks() {
 // each CTA reduces all of them. Every CTA gets the same bits.
 //   kStaged (backward clusters): dy is copied into dynamic shared memory (kPacks * kThreads packs,
 // [pack][thread], which is the CTA's packs in order) instead of registers, so that the registers
-// hold y only and two CTAs of 8 packs fit an SM where holding both streams takes one. One bulk
-// copy a row (thread 0, counted off `staged_in`), issued after the previous row's closing barrier.
+// hold y only and two CTAs of 8 packs fit an SM where holding both streams takes one. The copy is
+// 16 bytes a thread by cp.async, or with kBulk one bulk copy a row (thread 0, counted off
+// `staged_in`), issued after the previous row's closing barrier.
 template <typename T, int kThreads, int kPacks, bool kBackward, bool kCluster = false,
-          bool kStaged = false>
+          bool kStaged = false, bool kBulk = false>
 __global__ void __launch_bounds__(
     kThreads, typed_words_min_blocks<kThreads, 4 * kPacks*(kBackward && !kStaged ? 2 : 1)>())
     typed_words_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
@@ -388,8 +389,9 @@ __global__ void __launch_bounds__(
   static_assert((sizeof(T) == 2 || kBackward) && kThreads >= 128,
                 "16-bit packs, or the float32 backward, in blocks");
   static_assert(!kStaged || (kBackward && kCluster), "dy is staged in the backward's clusters");
+  static_assert(!kBulk || kStaged, "the bulk copy is of staged dy");
   extern __shared__ uint4 staged[];  // kStaged: this CTA's packs of dy
-  __shared__ unsigned long long staged_in;  // kStaged: one phase a row, the copy's bytes
+  __shared__ unsigned long long staged_in;  // kBulk: one phase a row, the copy's bytes
   (void)staged, (void)staged_in;
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kPerWord = values_a_word<T>();
@@ -491,7 +493,7 @@ __global__ void __launch_bounds__(
   if constexpr (kCluster) {
     // The barriers set up and the set-up made visible before any CTA pushes a pair.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if constexpr (kStaged) {
+    if constexpr (kBulk) {
       if (threadIdx.x == 0)
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_at(&staged_in))
                      : "memory");
@@ -513,7 +515,7 @@ __global__ void __launch_bounds__(
     const int64_t tail_at = offset + s.head + int64_t(s.body) * kVec;
     uint4 wa[kPacks], wb[kBackward && !kStaged ? kPacks : 1];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if constexpr (kStaged) {
+    if constexpr (kBulk) {
       // The previous row's reads of `staged` ended at its closing barrier (generic proxy); the
       // proxy fence orders them before the bulk copy (async proxy) overwrites them.
       if (t == 0) {
@@ -532,6 +534,14 @@ __global__ void __launch_bounds__(
       }
     }
 #endif
+    if constexpr (kStaged && !kBulk) {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const int i = t + k * kThreads;
+        copy16_async(shared_at(&staged[k * kThreads + t]), b_body + i, i < count);
+      }
+      asm volatile("cp.async.commit_group;" ::: "memory");
+    }
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       const int i = t + k * kThreads;
@@ -628,7 +638,13 @@ __global__ void __launch_bounds__(
         write(PassWords<T>(inv), [&](float x, float) { return exp_(x - m) * inv; });
       }
     } else {
-      if constexpr (kStaged) wait_parity(shared_at(&staged_in), static_cast<uint32_t>(use & 1));
+      // cp.async: a thread reads back only the copies it issued, so its own wait makes them
+      // visible to it. Bulk: every thread waits for the row's phase of `staged_in`.
+      if constexpr (kBulk) {
+        wait_parity(shared_at(&staged_in), static_cast<uint32_t>(use & 1));
+      } else if constexpr (kStaged) {
+        asm volatile("cp.async.wait_all;" ::: "memory");
+      }
       float dot = 0.f;
 #pragma unroll
       for (int k = 0; k < kPacks; ++k)
