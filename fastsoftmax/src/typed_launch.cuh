@@ -43,13 +43,21 @@ inline const char* dtype_name<__nv_bfloat16>() {
 // under the 64 registers a thread that it may use.
 constexpr int typed_block_values(bool backward) { return backward ? 16 : 32; }
 
-template <typename T, int kVec, int kThreads, int kPacks, bool kBackward>
+template <typename T, int kVec, int kThreads, int kPacks, bool kBackward,
+          int kBlock = typed_block_threads<kThreads>()>
 void launch_typed_rows(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
-  constexpr int kBlock = typed_block_threads<kThreads>();
+  if constexpr (kThreads == kWarpSize && kBlock != kWarpSize && !kBackward && sizeof(T) == 2 &&
+                kPacks >= 6) {
+    const char* v = std::getenv("FS_WARP_BLOCK32");  // measurement switch
+    if (v && std::string(v) == "1")
+      return launch_typed_rows<T, kVec, kThreads, kPacks, kBackward, kWarpSize>(a, b, out, rows,
+                                                                                cols, stream);
+  }
   constexpr int kRowsPerBlock = kBlock / kThreads;
   const int64_t needed = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
-  // Groups: persistent, at most 16 blocks of 128 an SM (enough to fill it). Blocks: one a row.
-  const int64_t cap = kThreads <= kWarpSize ? int64_t(device_info().sms) * 16 : int64_t(INT32_MAX);
+  // Groups: persistent, at most 2048 threads an SM (enough to fill it). Blocks: one a row.
+  const int64_t cap =
+      kThreads <= kWarpSize ? int64_t(device_info().sms) * (2048 / kBlock) : int64_t(INT32_MAX);
   const int64_t blocks = std::min(needed, cap);
   if (recording()) {
     name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") + ", " +
@@ -57,7 +65,7 @@ void launch_typed_rows(const T* a, const T* b, T* out, int rows, int cols, cudaS
                 " packs of " + std::to_string(kVec) + " a thread");
   }
   if (recorded(blocks, kBlock)) return;
-  typed_rows_kernel<T, kVec, kThreads, kPacks, kBackward>
+  typed_rows_kernel<T, kVec, kThreads, kPacks, kBackward, kBlock>
       <<<static_cast<unsigned>(blocks), kBlock, 0, stream>>>(a, b, out, rows, cols);
   FS_CHECK_LAUNCH();
 }

@@ -181,11 +181,16 @@ __host__ __device__ constexpr int typed_min_blocks() {
   return typed_block_threads<kThreads>() <= 128 ? 4 : kThreads == 256 ? 2 : 1;
 }
 
-template <typename T, int kVec, int kThreads, int kPacks, bool kBackward>
-__global__ void __launch_bounds__(typed_block_threads<kThreads>(), typed_min_blocks<kThreads>())
+// kBlock: the block's threads (groups: a block of one warp leaves the registers' limit on the rows
+// an SM holds at whole warps rather than whole blocks of four; the register budget is the same).
+template <typename T, int kVec, int kThreads, int kPacks, bool kBackward,
+          int kBlock = typed_block_threads<kThreads>()>
+__global__ void __launch_bounds__(kBlock, typed_min_blocks<kThreads>() *
+                                              typed_block_threads<kThreads>() / kBlock)
     typed_rows_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                       int rows, int cols) {
-  constexpr int kBlock = typed_block_threads<kThreads>();
+  static_assert(kBlock % kThreads == 0 && (kThreads <= kWarpSize || kBlock == kThreads),
+                "groups fill the block; a larger row takes the block");
   constexpr int kRowsPerBlock = kBlock / kThreads;
   constexpr int kSlots = kThreads > kWarpSize ? kThreads / kWarpSize : 1;
   __shared__ float slots[2][kSlots];
