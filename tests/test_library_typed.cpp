@@ -242,6 +242,9 @@ const Case kForward16[] = {
     {"warp2", 700, 500, 3, 3, 3, "typed_warp", true},
     {"warp4", 600, 1000, 0, 0, 0, "typed_warp", true},
     {"warp6_unaligned", 300, 1501, 3, 3, 3, "typed_warp", true},
+    // 6-8 packs a lane take blocks of one warp (8500 rows: past 64 a SM, the grid strides)
+    {"warp7_blocks_of_a_warp_grid_stride", 8500, 1600, 0, 0, 0, "typed_warp", true},
+    {"warp8_blocks_of_a_warp_unaligned", 301, 2047, 1, 1, 1, "typed_warp", true},
     {"block128x3_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
     {"block128x6", 200, 6000, 0, 0, 0, "typed_block", true},
     {"block256x6_unaligned", 90, 12003, 3, 3, 3, "typed_block", true},
@@ -346,7 +349,16 @@ class TypedPaths : public softmax::testing::GpuTest<> {
   }
 };
 
-TEST_F(TypedPaths, ForwardBf16) { forward<__nv_bfloat16>(kForward16); }
+TEST_F(TypedPaths, ForwardBf16) {
+  forward<__nv_bfloat16>(kForward16);
+  Placed<__nv_bfloat16> x(size_t(300) * 1501, 0);
+  const auto config = [&](int cols) {
+    return fastsoftmax::describe(x.ptr, x.ptr, 300, cols).config;
+  };
+  EXPECT_NE(config(1501).find("6 packs of 8 a thread, blocks of one warp"), std::string::npos)
+      << config(1501);
+  EXPECT_EQ(config(1000).find("blocks of one warp"), std::string::npos) << config(1000);
+}
 TEST_F(TypedPaths, ForwardF16) { forward<__half>(kForward16); }
 
 // Inputs far from 0 on the word kernels, whose forward folds exp(x - m) into one FMA on
@@ -470,12 +482,10 @@ TEST_F(TypedPaths, QueuedWordClusters) {
   expect_in(fastsoftmax::describe(h.ptr, h.ptr, 1000, 70001), "queued, a row a cluster");
   expect_in(fastsoftmax::describe_backward(h.ptr, h.ptr, h.ptr, 1200, 33001),
             "queued, two rows a cluster");
-  expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 421, 40001),
-            "clusters of 5 CTAs");
+  expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 421, 40001), "clusters of 5 CTAs");
   expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 421, 40001),
             "queued, two rows a cluster");
-  expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 181, 140032),
-            "clusters of 9 CTAs");
+  expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 181, 140032), "clusters of 9 CTAs");
   expect_in(fastsoftmax::describe_backward(f.ptr, f.ptr, f.ptr, 181, 140032),
             "(dy in shared memory by bulk copies), queued, two rows a cluster");
   // Off the lines (140001 floats a row), or resident: 16 bytes a thread.

@@ -46,13 +46,6 @@ constexpr int typed_block_values(bool backward) { return backward ? 16 : 32; }
 template <typename T, int kVec, int kThreads, int kPacks, bool kBackward,
           int kBlock = typed_block_threads<kThreads>()>
 void launch_typed_rows(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
-  if constexpr (kThreads == kWarpSize && kBlock != kWarpSize && !kBackward && sizeof(T) == 2 &&
-                kPacks >= 6) {
-    const char* v = std::getenv("FS_WARP_BLOCK32");  // measurement switch
-    if (v && std::string(v) == "1")
-      return launch_typed_rows<T, kVec, kThreads, kPacks, kBackward, kWarpSize>(a, b, out, rows,
-                                                                                cols, stream);
-  }
   constexpr int kRowsPerBlock = kBlock / kThreads;
   const int64_t needed = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
   // Groups: persistent, at most 2048 threads an SM (enough to fill it). Blocks: one a row.
@@ -62,7 +55,8 @@ void launch_typed_rows(const T* a, const T* b, T* out, int rows, int cols, cudaS
   if (recording()) {
     name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") + ", " +
                 std::to_string(kThreads) + " threads a row, " + std::to_string(kPacks) +
-                " packs of " + std::to_string(kVec) + " a thread");
+                " packs of " + std::to_string(kVec) + " a thread" +
+                (kBlock == kWarpSize && kThreads == kWarpSize ? ", blocks of one warp" : ""));
   }
   if (recorded(blocks, kBlock)) return;
   typed_rows_kernel<T, kVec, kThreads, kPacks, kBackward, kBlock>
@@ -314,8 +308,9 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
                   ", clusters of " + std::to_string(ctas) + " CTAs of " + std::to_string(kThreads) +
                   " threads a row, " + std::to_string(P) + " packs of " +
                   std::to_string(16 / sizeof(T)) + " a thread held in the dtype" +
-                  (!kStaged ? ", " : by_bulk ? " (dy in shared memory by bulk copies), "
-                                             : " (dy in shared memory), ") +
+                  (!kStaged  ? ", "
+                   : by_bulk ? " (dy in shared memory by bulk copies), "
+                             : " (dy in shared memory), ") +
                   (queued ? (kBackward ? "queued, two rows a cluster" : "queued, a row a cluster")
                           : std::to_string(clusters) + " clusters resident"));
     }
@@ -487,8 +482,16 @@ void launch_typed_packed(const T* a, const T* b, T* out, int rows, int cols, cud
   }
   if (packs <= 32 * kMax) {
     note("typed_warp", "rows a warp holds in registers: a warp a row, 2 or more packs a lane");
+    // The 16-bit forward's warps of 6-8 packs a lane (72-92 registers) in blocks of one warp, so
+    // that registers limit an SM's rows at whole warps, not blocks of four: at 6 and 7 packs an SM
+    // holds 28 and 25 rows instead of 24 and 20. On the H200, bf16 4096x1649 went from 0.90 of
+    // memcpy to 0.92, 4096x1746 0.90 to 0.92, 65536x1700 0.89 to 0.92; fp16 4096x1358 0.91 to
+    // 0.93; bf16 4096x1358 stayed at 0.90. It lost a little at bf16 2048x1358 (0.89 -> 0.88)
+    // and 1000x1358 (1.38 -> 1.35, in L2).
     return with_packs<2, kMax>(per(32), [&](auto p) {
-      launch_typed_rows<T, kVec, 32, decltype(p)::value, kBackward>(a, b, out, rows, cols, stream);
+      constexpr int P = decltype(p)::value;
+      constexpr int kBlock = sizeof(T) == 2 && !kBackward && P >= 6 ? kWarpSize : 128;
+      launch_typed_rows<T, kVec, 32, P, kBackward, kBlock>(a, b, out, rows, cols, stream);
     });
   }
   // 16-bit blocks hold their packs as words in the dtype (typed_words_kernel), up to 8 packs a

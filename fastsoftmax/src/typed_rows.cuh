@@ -395,7 +395,7 @@ __global__ void __launch_bounds__(
                 "16-bit packs, or the float32 backward, in blocks");
   static_assert(!kStaged || (kBackward && kCluster), "dy is staged in the backward's clusters");
   static_assert(!kBulk || kStaged, "the bulk copy is of staged dy");
-  extern __shared__ uint4 staged[];  // kStaged: this CTA's packs of dy
+  extern __shared__ uint4 staged[];         // kStaged: this CTA's packs of dy
   __shared__ unsigned long long staged_in;  // kBulk: one phase a row, the copy's bytes
   (void)staged, (void)staged_in;
   constexpr int kVec = 16 / sizeof(T);
