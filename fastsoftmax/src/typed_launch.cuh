@@ -293,7 +293,8 @@ bool launch_typed_words_cluster_of(const T* a, const T* b, T* out, int rows, int
     // a chunk of whole lines) and the clusters are queued. On the H200 that took float32
     // 512x262144 from 0.89 of memcpy to 0.92 and bf16 256x524288 from 0.82 to 0.87; it lost where
     // the CTAs start off the lines (float32 511x262147 0.93 -> 0.89, bf16 255x524291 0.88 ->
-    // 0.87) and on the resident clusters of 64x262144 (0.75 -> 0.70).
+    // 0.87) and on the resident clusters of 64x262144 (0.75 -> 0.70). It still loses a little at
+    // 128-160 rows of 262144 floats (8-10 rounds: 0.83 -> 0.81).
     constexpr int kLine = 128 / 16;  // packs a line
     const int lined = (chunk + kLine - 1) / kLine * kLine;
     const bool on_lines = reinterpret_cast<uintptr_t>(b) % 128 == 0 &&
