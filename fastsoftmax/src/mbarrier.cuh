@@ -66,6 +66,23 @@ __device__ __forceinline__ void init_row_barriers(unsigned long long (&arrived)[
 #endif
 }
 
+// One thread's bulk copy of `bytes` (a multiple of 16, from a 16-byte aligned `from`) from global
+// memory to the shared address `to`, counted off the transaction barrier at `barrier`: the thread
+// arrives on it expecting the bytes, then issues the copy, whose landing completes the phase. With
+// no bytes the arrival alone completes it.
+__device__ __forceinline__ void bulk_copy_counted(uint32_t to, const void* from, uint32_t bytes,
+                                                  uint32_t barrier) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(bytes)
+               : "memory");
+  if (bytes != 0)
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+        ::"r"(to), "l"(from), "r"(bytes), "r"(barrier)
+        : "memory");
+#endif
+}
+
 // Spins until the mbarrier at `barrier` has completed the phase of parity `phase`.
 __device__ __forceinline__ void wait_parity(uint32_t barrier, uint32_t phase) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

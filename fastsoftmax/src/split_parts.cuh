@@ -128,13 +128,7 @@ __device__ __forceinline__ void fetch_part_bulk(const float* x, int lead, int64_
     const uint32_t bytes = static_cast<uint32_t>(pr.count) * uint32_t(sizeof(float4));
     const float4* first = pr.r.body_of(x) + p.first;
     const uint32_t to = stage + line_shift(first, stage) * uint32_t(sizeof(float4));
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(bytes)
-                 : "memory");
-    if (bytes != 0)
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-          ::"r"(to), "l"(first), "r"(bytes), "r"(full)
-          : "memory");
+    bulk_copy_counted(to, first, bytes, full);
   }
 #endif
   if (p.index == 0 && t < pr.r.head) edge = x[pr.r.start + t];

@@ -524,18 +524,10 @@ __global__ void __launch_bounds__(
       // The previous row's reads of `staged` ended at its closing barrier (generic proxy); the
       // proxy fence orders them before the bulk copy (async proxy) overwrites them.
       if (t == 0) {
-        const uint32_t bytes = static_cast<uint32_t>(count) * uint32_t(sizeof(uint4));
-        const uint32_t barrier = shared_at(&staged_in);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier),
-                     "r"(bytes)
-                     : "memory");
-        if (bytes != 0)
-          asm volatile(
-              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-              "[%3];" ::"r"(shared_at(staged)),
-              "l"(b_body), "r"(bytes), "r"(barrier)
-              : "memory");
+        bulk_copy_counted(shared_at(staged), b_body,
+                          static_cast<uint32_t>(count) * uint32_t(sizeof(uint4)),
+                          shared_at(&staged_in));
       }
     }
 #endif
