@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// fastsoftmax: shared-memory addresses across a cluster, the 16-byte asynchronous copy into shared
-// memory, transaction barriers (mbarrier) and the relaxed cluster barrier, for every kernel that
-// exchanges through distributed shared memory or stages a row there (split_exchange.cuh,
-// split_parts.cuh, typed_rows.cuh). No device globals: a file may include this without taking any.
+// fastsoftmax: shared-memory addresses across a cluster, the 16-byte asynchronous copy and the bulk
+// copy into shared memory, transaction barriers (mbarrier) and the relaxed cluster barrier, for
+// every kernel that exchanges through distributed shared memory or stages a row there
+// (split_exchange.cuh, split_parts.cuh, typed_rows.cuh). No device globals: a file may include this
+// without taking any.
 #pragma once
 
 #include <cstdint>
