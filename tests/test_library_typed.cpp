@@ -238,12 +238,12 @@ const Case kForward16[] = {
     {"group2_unaligned", 3001, 13, 3, 3, 3, "typed_group", true},
     {"group8", 2000, 64, 0, 0, 0, "typed_group", true},
     {"group16_unaligned", 1500, 100, 3, 3, 3, "typed_group", true},
-    {"group32_grid_stride", 9000, 200, 0, 0, 0, "typed_group", true},
+    {"group32_many_rows", 9000, 200, 0, 0, 0, "typed_group", true},
     {"warp2", 700, 500, 3, 3, 3, "typed_warp", true},
     {"warp4", 600, 1000, 0, 0, 0, "typed_warp", true},
     {"warp6_unaligned", 300, 1501, 3, 3, 3, "typed_warp", true},
-    // 6-8 packs a lane take blocks of one warp (8500 rows: past 64 a SM, the grid strides)
-    {"warp7_blocks_of_a_warp_grid_stride", 8500, 1600, 0, 0, 0, "typed_warp", true},
+    // 6-8 packs a lane take blocks of one warp (8500 rows: more blocks than the SMs hold at once)
+    {"warp7_blocks_of_a_warp_many_rows", 8500, 1600, 0, 0, 0, "typed_warp", true},
     {"warp8_blocks_of_a_warp_unaligned", 301, 2047, 1, 1, 1, "typed_warp", true},
     {"block128x3_unaligned", 300, 3001, 3, 3, 3, "typed_block", true},
     {"block128x6", 200, 6000, 0, 0, 0, "typed_block", true},

@@ -47,11 +47,12 @@ template <typename T, int kVec, int kThreads, int kPacks, bool kBackward,
           int kBlock = typed_block_threads<kThreads>()>
 void launch_typed_rows(const T* a, const T* b, T* out, int rows, int cols, cudaStream_t stream) {
   constexpr int kRowsPerBlock = kBlock / kThreads;
-  const int64_t needed = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
-  // Groups: persistent, at most 2048 threads an SM (enough to fill it). Blocks: one a row.
-  const int64_t cap =
-      kThreads <= kWarpSize ? int64_t(device_info().sms) * (2048 / kBlock) : int64_t(INT32_MAX);
-  const int64_t blocks = std::min(needed, cap);
+  // One row a group, one block a row past a warp: the hardware hands an SM a new block as one
+  // finishes. A persistent grid of groups, capped at 2048 threads an SM, lost on many rows: more
+  // blocks than registers let an SM hold, so those past them waited for whole blocks' rows. On
+  // the H200, bf16 200000x1300 forward 0.87 of memcpy against 1.00 a row a group, 500000x1025
+  // 0.86 against 0.98; balanced over the blocks the SMs hold, 16384x1649 0.91 against 0.96.
+  const int64_t blocks = (int64_t(rows) + kRowsPerBlock - 1) / kRowsPerBlock;
   if (recording()) {
     name_kernel(std::string(dtype_name<T>()) + (kBackward ? " backward" : " forward") + ", " +
                 std::to_string(kThreads) + " threads a row, " + std::to_string(kPacks) +

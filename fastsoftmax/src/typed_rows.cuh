@@ -173,8 +173,8 @@ __host__ __device__ constexpr int typed_block_threads() {
 // In registers. kBackward = false: out = softmax(a) (b unused). kBackward = true: a = y, b = dy,
 // out = dx. In place (out == a or out == b) is allowed although the pointers are __restrict__:
 // each element is read, then written, by the same thread, and never read after it is written.
-// Grid-stride over warp-uniform row bases, so every lane of a warp reaches every shuffle; a group
-// past the last row takes part with nothing loaded or stored.
+// One row a group, no persistent grid (the launcher says why); a group past the last row takes
+// part with nothing loaded or stored, so every lane of a warp reaches every shuffle.
 // Blocks an SM the register budget is set for: four of 128 threads, two of 256, else one.
 template <int kThreads>
 __host__ __device__ constexpr int typed_min_blocks() {
@@ -196,56 +196,49 @@ __global__ void __launch_bounds__(kBlock, typed_min_blocks<kThreads>() *
   __shared__ float slots[2][kSlots];
   const int t = threadIdx.x % kThreads;
   const int sub = threadIdx.x / kThreads;
-  const int64_t stride = int64_t(gridDim.x) * kRowsPerBlock;
-  for (int64_t base = int64_t(blockIdx.x) * kRowsPerBlock; base < rows; base += stride) {
-    const int64_t row = base + sub;
-    const bool live = row < rows;
-    const int64_t offset = (live ? row : 0) * cols;
-    const TypedSplit<T, kVec> s(a + offset, cols, live);
-    HeldRow<kVec, kThreads, kPacks> v;
-    if constexpr (!kBackward) {
-      load_held(a + offset, s, t, -INFINITY, v);
-      float m = -INFINITY;
-      for_each_held(v, [&](float x) { m = fmaxf(m, x); });
-      m = row_all_reduce<kThreads, true>(m, slots[0]);
-      float sum = 0.f;
-      for_each_held(v, [&](float& x) {
-        x = exp_(x - m);
-        sum += x;
-      });
-      const float inv = reciprocal(row_all_reduce<kThreads, false>(sum, slots[1]));
-      for_each_held(v, [&](float& x) { x *= inv; });
-    } else {
-      HeldRow<kVec, kThreads, kPacks> g;
-      load_held(a + offset, s, t, 0.f, v);
-      load_held(b + offset, s, t, 0.f, g);
-      float dot = 0.f;
+  const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + sub;
+  const bool live = row < rows;
+  const int64_t offset = (live ? row : 0) * cols;
+  const TypedSplit<T, kVec> s(a + offset, cols, live);
+  HeldRow<kVec, kThreads, kPacks> v;
+  if constexpr (!kBackward) {
+    load_held(a + offset, s, t, -INFINITY, v);
+    float m = -INFINITY;
+    for_each_held(v, [&](float x) { m = fmaxf(m, x); });
+    m = row_all_reduce<kThreads, true>(m, slots[0]);
+    float sum = 0.f;
+    for_each_held(v, [&](float& x) {
+      x = exp_(x - m);
+      sum += x;
+    });
+    const float inv = reciprocal(row_all_reduce<kThreads, false>(sum, slots[1]));
+    for_each_held(v, [&](float& x) { x *= inv; });
+  } else {
+    HeldRow<kVec, kThreads, kPacks> g;
+    load_held(a + offset, s, t, 0.f, v);
+    load_held(b + offset, s, t, 0.f, g);
+    float dot = 0.f;
 #pragma unroll
-      for (int k = 0; k < kPacks; ++k)
+    for (int k = 0; k < kPacks; ++k)
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) dot = fmaf(v.body[k][e], g.body[k][e], dot);
+      for (int e = 0; e < kVec; ++e) dot = fmaf(v.body[k][e], g.body[k][e], dot);
 #pragma unroll
-      for (int e = 0; e < HeldRow<kVec, kThreads, kPacks>::kEdgeSlots; ++e) {
-        dot = fmaf(v.head[e], g.head[e], dot);
-        dot = fmaf(v.tail[e], g.tail[e], dot);
-      }
-      dot = row_all_reduce<kThreads, false>(dot, slots[0]);
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k)
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) v.body[k][e] *= g.body[k][e] - dot;
-#pragma unroll
-      for (int e = 0; e < HeldRow<kVec, kThreads, kPacks>::kEdgeSlots; ++e) {
-        v.head[e] *= g.head[e] - dot;
-        v.tail[e] *= g.tail[e] - dot;
-      }
+    for (int e = 0; e < HeldRow<kVec, kThreads, kPacks>::kEdgeSlots; ++e) {
+      dot = fmaf(v.head[e], g.head[e], dot);
+      dot = fmaf(v.tail[e], g.tail[e], dot);
     }
-    store_held(out + offset, s, t, v);
-    // A block that takes another row (a grid smaller than the rows) rewrites `slots`: every warp
-    // must be past this row's reads of them. (The forward alternates two arrays; the backward
-    // uses one.)
-    if constexpr (kThreads > kWarpSize) __syncthreads();
+    dot = row_all_reduce<kThreads, false>(dot, slots[0]);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k)
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) v.body[k][e] *= g.body[k][e] - dot;
+#pragma unroll
+    for (int e = 0; e < HeldRow<kVec, kThreads, kPacks>::kEdgeSlots; ++e) {
+      v.head[e] *= g.head[e] - dot;
+      v.tail[e] *= g.tail[e] - dot;
+    }
   }
+  store_held(out + offset, s, t, v);
 }
 
 // 16-bit rows in blocks of 128-512 threads, held in registers in their dtype: a 16-byte pack as
